@@ -1,0 +1,217 @@
+/*-------------------------------------------------------------------------
+ *
+ * pmh_core.h
+ *	  The pmhash table core: probe, insert, delete, rebuild, allocate and
+ *	  verify segments of a mapped pmhash file.  No PostgreSQL dependencies.
+ *
+ * Callers own all concurrency control.  Lookups are lock-free and may run
+ * while one writer changes the same segment; every writing function assumes
+ * the caller holds the shard's writer lock.  Persistence goes through
+ * PmhPersist, so the same code runs on DAX (flush and fence), on ordinary
+ * files (msync) and under the test shim that simulates lost cache lines.
+ *
+ * Copyright (c) 2026, pmhash developers
+ *
+ * IDENTIFICATION
+ *	  src/core/pmh_core.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PMH_CORE_H
+#define PMH_CORE_H
+
+#include "pmh_format.h"
+
+/* Tuning of the table; the rationale is in the README's design section. */
+#define PMH_MAX_PROBE			8		/* buckets an insert may extend a run */
+#define PMH_CHAIN_THRESHOLD		16		/* more copies of a hash go to a chain */
+#define PMH_BUILD_FILL			0.82	/* bucket fill after a bulk build */
+#define PMH_GROW_FILL			0.90	/* fill that triggers growth */
+#define PMH_REBUILD_FILL		0.60	/* fill after growth or shrinking */
+#define PMH_SHRINK_FILL			0.20	/* fill below which a shard shrinks */
+#define PMH_LOOKUP_RETRIES		1000	/* torn-read retries before PMH_BUSY */
+
+typedef enum PmhStatus
+{
+	PMH_OK = 0,
+	PMH_FULL,					/* no room within reach: rebuild the shard */
+	PMH_BUSY,					/* a bucket kept changing: retry under lock */
+	PMH_CORRUPT					/* the segment contradicts its own format */
+} PmhStatus;
+
+/*
+ * Persistence: flush writes a range back towards the persistence domain,
+ * drain waits for all earlier flushes.  Either may be a no-op.
+ */
+typedef struct PmhPersist
+{
+	void		(*flush) (void *arg, const void *addr, size_t len);
+	void		(*drain) (void *arg);
+	void	   *arg;
+} PmhPersist;
+
+/* One (hash, TID) entry, as gathered for rebuilds and builds. */
+typedef struct PmhEntry
+{
+	uint32_t	hash;
+	PmhTid		tid;
+} PmhEntry;
+
+/* Live content of a segment: TIDs, and bucket slots they occupy. */
+typedef struct PmhCounts
+{
+	uint64_t	entries;		/* live TIDs, in buckets and chains */
+	uint64_t	slots;			/* occupied bucket slots, chain references included */
+	uint64_t	max_lsn;		/* highest bucket LSN seen */
+} PmhCounts;
+
+/* A published segment as mapped by the calling process. */
+typedef struct PmhSegment
+{
+	char	   *base;			/* address of the segment header unit */
+	uint32_t	nbuckets;
+	uint32_t	shard_bits;
+} PmhSegment;
+
+/* Geometry of a segment to be written by pmh_segment_write. */
+typedef struct PmhLayout
+{
+	uint32_t	nbuckets;
+	uint32_t	nposting;
+	uint64_t	nentries;		/* distinct entries to store */
+} PmhLayout;
+
+/* Structural statistics gathered by pmh_segment_stats. */
+typedef struct PmhStats
+{
+	uint64_t	segments;
+	uint64_t	entries;
+	uint64_t	chained_entries;
+	uint64_t	chains;
+	uint64_t	buckets;
+	uint64_t	posting_blocks;
+	uint64_t	overflow_buckets;
+	uint64_t	probe_sum;		/* sum over plain entries of buckets probed */
+	uint64_t	probe_count;
+	uint32_t	max_probe;		/* longest run a lookup walks, in buckets */
+} PmhStats;
+
+/* A free-space map of the file, kept by the caller in shared memory. */
+typedef struct PmhExtent
+{
+	uint64_t	unit;
+	uint64_t	count;
+} PmhExtent;
+
+typedef struct PmhFreeMap
+{
+	PmhExtent  *extents;		/* sorted by unit, never adjacent */
+	uint32_t	count;
+	uint32_t	capacity;
+	uint64_t	lost_units;		/* freed space that did not fit in the map */
+} PmhFreeMap;
+
+/*
+ * What a caller provides to the shard-level operations of pmh_table.c.
+ * alloc_space returns the first unit of free file space (growing the file,
+ * which may move the mapping) or 0 on failure; free_space takes back a
+ * segment once no reader can see it; publish shows a new descriptor to
+ * readers; base returns the current mapping.
+ */
+typedef struct PmhTableOps
+{
+	void	   *(*alloc_memory) (void *arg, size_t size);
+	void		(*free_memory) (void *arg, void *ptr);
+	uint64_t	(*alloc_space) (void *arg, uint64_t units);
+	void		(*free_space) (void *arg, uint64_t unit, uint64_t units);
+	void		(*publish) (void *arg, uint32_t shard, uint64_t desc);
+	char	   *(*base) (void *arg);
+	void	   *arg;
+} PmhTableOps;
+
+typedef struct PmhTable
+{
+	const PmhTableOps *ops;
+	const PmhPersist *persist;
+	uint32_t	shard_bits;
+	uint64_t	file_generation;
+	uint64_t	dir_unit;
+} PmhTable;
+
+typedef void (*PmhTidSink) (void *arg, const PmhTid *tids, int count);
+typedef int (*PmhDeadFn) (void *arg, PmhTid tid);
+
+/* pmh_crc32c.c */
+extern uint32_t pmh_crc32c(const void *data, size_t len);
+
+/* pmh_match.c */
+extern uint32_t pmh_match_hashes(const uint32_t *hashes, uint32_t hash);
+extern const char *pmh_match_impl(void);
+extern void pmh_match_force_scalar(int scalar);
+
+/* pmh_file.c */
+extern uint64_t pmh_directory_units(uint32_t shard_bits);
+extern void pmh_header_init(PmhFileHeader *hdr, uint32_t spc_oid, uint32_t db_oid,
+							uint32_t rel_node, int32_t backend, uint64_t build_generation,
+							uint32_t shard_bits, uint32_t flags);
+extern uint32_t pmh_header_checksum(const PmhFileHeader *hdr);
+extern const char *pmh_header_check(const PmhFileHeader *hdr, uint64_t file_units);
+extern PmhBucket *pmh_bucket(const PmhSegment *seg, uint32_t bucket);
+extern PmhPosting *pmh_posting(const PmhSegment *seg, uint64_t rel_unit);
+extern PmhSegmentHeader *pmh_segment_header(const PmhSegment *seg);
+extern uint32_t pmh_segment_checksum(const PmhSegmentHeader *hdr);
+
+/* pmh_lookup.c */
+extern PmhStatus pmh_lookup(const PmhSegment *seg, uint32_t hash,
+							PmhTidSink sink, void *arg);
+
+/* pmh_modify.c */
+extern PmhStatus pmh_insert(const PmhSegment *seg, uint32_t hash, PmhTid tid,
+							uint64_t lsn, const PmhPersist *persist, int *used_slot);
+extern int	pmh_delete(const PmhSegment *seg, uint32_t hash, PmhTid tid,
+					   uint64_t lsn, const PmhPersist *persist);
+extern int	pmh_contains(const PmhSegment *seg, uint32_t hash, PmhTid tid);
+extern uint64_t pmh_bulk_delete(const PmhSegment *seg, PmhDeadFn dead, void *arg,
+								uint64_t lsn, const PmhPersist *persist,
+								PmhCounts *remaining);
+
+/* pmh_rebuild.c */
+extern void pmh_segment_count(const PmhSegment *seg, PmhCounts *counts);
+extern uint64_t pmh_segment_collect(const PmhSegment *seg, PmhEntry *out, uint64_t capacity);
+extern uint64_t pmh_sort_entries(PmhEntry *entries, uint64_t count, PmhEntry *scratch);
+extern PmhLayout pmh_plan_layout(const PmhEntry *sorted, uint64_t count, double fill);
+extern uint64_t pmh_layout_units(const PmhLayout *layout);
+extern void pmh_segment_write(char *dst, const PmhLayout *layout, const PmhEntry *sorted,
+							  uint64_t count, uint32_t shard, uint32_t shard_bits,
+							  uint64_t file_generation, uint64_t generation, uint64_t lsn);
+extern int	pmh_needs_growth(uint64_t slots, uint32_t nbuckets);
+extern int	pmh_needs_shrink(const PmhCounts *counts, uint32_t nbuckets, uint32_t nposting);
+
+/* pmh_alloc.c */
+extern void pmh_freemap_init(PmhFreeMap *map, PmhExtent *extents, uint32_t capacity);
+extern uint64_t pmh_freemap_alloc(PmhFreeMap *map, uint64_t units);
+extern int	pmh_freemap_release(PmhFreeMap *map, uint64_t unit, uint64_t units);
+extern uint64_t pmh_freemap_total(const PmhFreeMap *map);
+
+/* pmh_table.c */
+extern void pmh_table_segment(const PmhTable *t, uint64_t desc, PmhSegment *seg);
+extern PmhStatus pmh_table_rebuild(const PmhTable *t, uint32_t shard, uint64_t desc,
+								   const PmhEntry *extra, uint64_t nextra, double fill,
+								   uint64_t lsn, PmhCounts *counts);
+extern PmhStatus pmh_table_insert(const PmhTable *t, uint32_t shard, uint64_t desc,
+								  PmhCounts *counts, uint32_t hash, PmhTid tid,
+								  uint64_t lsn);
+extern const char *pmh_table_attach(const PmhTable *t, uint64_t file_units, PmhFreeMap *map,
+									void (*visit) (void *arg, uint32_t shard, uint64_t desc,
+												   const PmhCounts *counts),
+									void *arg, char *msg, size_t msglen);
+
+/* pmh_verify.c */
+extern const char *pmh_segment_verify(const PmhSegment *seg, uint32_t shard,
+									  uint64_t file_generation, uint64_t file_units,
+									  uint64_t segment_unit, PmhEntry *scratch,
+									  uint64_t scratch_capacity, uint64_t *live,
+									  char *msg, size_t msglen);
+extern void pmh_segment_stats(const PmhSegment *seg, PmhStats *stats);
+
+#endif							/* PMH_CORE_H */

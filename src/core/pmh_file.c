@@ -1,0 +1,103 @@
+/*-------------------------------------------------------------------------
+ *
+ * pmh_file.c
+ *	  File header, directory geometry and segment addressing.
+ *
+ * Copyright (c) 2026, pmhash developers
+ *
+ * IDENTIFICATION
+ *	  src/core/pmh_file.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <string.h>
+
+#include "pmh_core.h"
+
+/* Units taken by the directory of a file with 2^shard_bits shards. */
+uint64_t
+pmh_directory_units(uint32_t shard_bits)
+{
+	uint64_t	bytes = (UINT64_C(1) << shard_bits) * sizeof(uint64_t);
+
+	return (bytes + PMH_UNIT_SIZE - 1) / PMH_UNIT_SIZE;
+}
+
+/* Fill in a new file header; the directory and segments follow it. */
+void
+pmh_header_init(PmhFileHeader *hdr, uint32_t spc_oid, uint32_t db_oid,
+				uint32_t rel_node, int32_t backend, uint64_t build_generation,
+				uint32_t shard_bits, uint32_t flags)
+{
+	memset(hdr, 0, sizeof(*hdr));
+	hdr->magic = PMH_FILE_MAGIC;
+	hdr->version = PMH_FORMAT_VERSION;
+	hdr->header_units = PMH_HEADER_UNITS;
+	hdr->spc_oid = spc_oid;
+	hdr->db_oid = db_oid;
+	hdr->rel_node = rel_node;
+	hdr->backend = backend;
+	hdr->build_generation = build_generation;
+	hdr->shard_bits = shard_bits;
+	hdr->flags = flags;
+	hdr->dir_unit = PMH_HEADER_UNITS;
+	hdr->data_unit = PMH_HEADER_UNITS + pmh_directory_units(shard_bits);
+	hdr->checksum = pmh_header_checksum(hdr);
+}
+
+/* Checksum of the immutable part of the file header. */
+uint32_t
+pmh_header_checksum(const PmhFileHeader *hdr)
+{
+	return pmh_crc32c(hdr, offsetof(PmhFileHeader, checksum));
+}
+
+/* NULL if the header is sound for a file of file_units units, else why not. */
+const char *
+pmh_header_check(const PmhFileHeader *hdr, uint64_t file_units)
+{
+	if (file_units < PMH_HEADER_UNITS)
+		return "file is shorter than its header";
+	if (hdr->magic != PMH_FILE_MAGIC)
+		return "file header has a wrong magic number";
+	if (hdr->version != PMH_FORMAT_VERSION)
+		return "file format version is not supported";
+	if (hdr->checksum != pmh_header_checksum(hdr))
+		return "file header checksum mismatch";
+	if (hdr->header_units != PMH_HEADER_UNITS ||
+		hdr->shard_bits > PMH_MAX_SHARD_BITS ||
+		hdr->dir_unit != PMH_HEADER_UNITS ||
+		hdr->data_unit != PMH_HEADER_UNITS + pmh_directory_units(hdr->shard_bits))
+		return "file header geometry is invalid";
+	if (file_units < hdr->data_unit)
+		return "file is shorter than its directory";
+	return NULL;
+}
+
+/* Address of a bucket of a segment. */
+PmhBucket *
+pmh_bucket(const PmhSegment *seg, uint32_t bucket)
+{
+	return (PmhBucket *) (seg->base + (uint64_t) (bucket + 1) * PMH_UNIT_SIZE);
+}
+
+/* Address of a posting block, by unit relative to the segment start. */
+PmhPosting *
+pmh_posting(const PmhSegment *seg, uint64_t rel_unit)
+{
+	return (PmhPosting *) (seg->base + rel_unit * PMH_UNIT_SIZE);
+}
+
+/* Address of a segment's header unit. */
+PmhSegmentHeader *
+pmh_segment_header(const PmhSegment *seg)
+{
+	return (PmhSegmentHeader *) seg->base;
+}
+
+/* Checksum of a segment header. */
+uint32_t
+pmh_segment_checksum(const PmhSegmentHeader *hdr)
+{
+	return pmh_crc32c(hdr, offsetof(PmhSegmentHeader, checksum));
+}

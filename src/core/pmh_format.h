@@ -1,0 +1,232 @@
+/*-------------------------------------------------------------------------
+ *
+ * pmh_format.h
+ *	  On-file layout of a pmhash index file.
+ *
+ * A pmhash file is an array of 256-byte units, addressed by unit number,
+ * never by pointer, because every process maps the file at its own address.
+ *
+ *	 units 0..15   file header (identity, geometry, checksum)
+ *	 units 16..    shard directory: one 8-byte descriptor per shard
+ *	 then          segments, allocated and freed as shards are rebuilt
+ *
+ * A shard is the set of keys whose hash has a given value in its top
+ * shard_bits bits.  Each shard owns at most one segment:
+ *
+ *	 unit 0        segment header
+ *	 units 1..n    n buckets of 22 (hash, TID) slots, linear probing
+ *	 units n+1..   posting blocks holding the TIDs of heavily duplicated keys
+ *
+ * Changes become visible, and crash-atomic, through single aligned 8-byte
+ * stores: a bucket's commit word publishes its slots, a directory descriptor
+ * publishes a whole segment.  Data is always written and persisted before the
+ * word that publishes it.
+ *
+ * Copyright (c) 2026, pmhash developers
+ *
+ * IDENTIFICATION
+ *	  src/core/pmh_format.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PMH_FORMAT_H
+#define PMH_FORMAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PMH_UNIT_SIZE			256
+#define PMH_HEADER_UNITS		16
+#define PMH_FORMAT_VERSION		1
+#define PMH_FILE_MAGIC			UINT64_C(0x3148534148504d50)	/* "PMPHASH1" */
+#define PMH_SEGMENT_MAGIC		UINT64_C(0x544e454d47455350)	/* "PSEGMENT" */
+
+#define PMH_BUCKET_SLOTS		22
+#define PMH_POSTING_SLOTS		40
+#define PMH_MAX_SHARD_BITS		16
+#define PMH_MAX_SEGMENT_BUCKETS ((UINT32_C(1) << 24) - 1)
+#define PMH_MAX_CHAIN_BLOCKS	UINT16_MAX
+
+/* bucket commit word: valid bits, overflow bit, sequence number */
+#define PMH_VALID_MASK			((UINT64_C(1) << PMH_BUCKET_SLOTS) - 1)
+#define PMH_OVERFLOW_BIT		(UINT64_C(1) << 22)
+#define PMH_SEQ_SHIFT			32
+#define PMH_SEQ_ONE				(UINT64_C(1) << PMH_SEQ_SHIFT)
+
+/* posting block commit word: valid bits and sequence number */
+#define PMH_POSTING_VALID_MASK	((UINT64_C(1) << PMH_POSTING_SLOTS) - 1)
+#define PMH_POSTING_SEQ_ONE		(UINT64_C(1) << PMH_POSTING_SLOTS)
+
+/* directory descriptor: segment unit (40 bits) and bucket count (24 bits) */
+#define PMH_DESC_UNIT_BITS		40
+#define PMH_DESC_UNIT_MASK		((UINT64_C(1) << PMH_DESC_UNIT_BITS) - 1)
+
+/*
+ * A heap TID, laid out exactly as PostgreSQL's ItemPointerData (block number
+ * as two 16-bit halves, then the line pointer offset).  Offset 0 never occurs
+ * in a heap TID; a bucket slot whose offset is 0 is a chain reference whose
+ * block field is the unit, relative to the segment, of a posting chain.
+ */
+typedef struct PmhTid
+{
+	uint16_t	block_hi;
+	uint16_t	block_lo;
+	uint16_t	offset;
+} PmhTid;
+
+typedef struct PmhBucket
+{
+	uint64_t	commit;			/* valid bits, overflow bit, sequence */
+	uint64_t	hints;			/* reserved for dead-slot hints */
+	uint64_t	lsn;			/* WAL position of the last logged change */
+	uint64_t	reserved;
+	uint32_t	hash[PMH_BUCKET_SLOTS];
+	PmhTid		tid[PMH_BUCKET_SLOTS];
+	uint32_t	pad;
+} PmhBucket;
+
+/*
+ * A posting block holds up to 40 TIDs of a single hash code.  The blocks of
+ * one chain are contiguous; the first records the chain length and a
+ * writer-only hint of the first block that may have a free slot.
+ */
+typedef struct PmhPosting
+{
+	uint64_t	commit;			/* valid bits (40) and sequence (24) */
+	uint32_t	hash;
+	uint16_t	nblocks;		/* first block only: blocks in the chain */
+	uint16_t	cursor;			/* first block only: first block with room */
+	PmhTid		tid[PMH_POSTING_SLOTS];
+} PmhPosting;
+
+typedef struct PmhSegmentHeader
+{
+	uint64_t	magic;
+	uint64_t	file_generation;	/* build generation of the owning file */
+	uint64_t	generation;		/* bumped by every rebuild of this shard */
+	uint64_t	max_lsn;		/* highest WAL position applied to the segment */
+	uint32_t	shard;
+	uint32_t	shard_bits;
+	uint32_t	nbuckets;
+	uint32_t	nposting;
+	uint32_t	checksum;		/* CRC-32C of the fields above */
+	uint32_t	pad;
+	uint8_t		unused[PMH_UNIT_SIZE - 56];
+} PmhSegmentHeader;
+
+typedef struct PmhFileHeader
+{
+	uint64_t	magic;
+	uint32_t	version;
+	uint32_t	header_units;
+	/* identity of the index this file belongs to */
+	uint32_t	spc_oid;
+	uint32_t	db_oid;
+	uint32_t	rel_node;
+	int32_t		backend;		/* owning backend for temporary indexes, else -1 */
+	uint64_t	build_generation;	/* random; also stored in the metapage */
+	/* geometry */
+	uint32_t	shard_bits;
+	uint32_t	flags;
+	uint64_t	dir_unit;		/* first unit of the directory */
+	uint64_t	data_unit;		/* first unit available to segments */
+	uint32_t	checksum;		/* CRC-32C of the fields above */
+	uint32_t	pad;
+	/* mutable area, not covered by the checksum */
+	uint64_t	clean_lsn;		/* reserved for recovery watermarks */
+	uint8_t		unused[PMH_HEADER_UNITS * PMH_UNIT_SIZE - 80];
+} PmhFileHeader;
+
+#define PMH_FILE_UNLOGGED		0x0001
+#define PMH_FILE_TEMP			0x0002
+
+_Static_assert(sizeof(PmhTid) == 6, "PmhTid must match ItemPointerData");
+_Static_assert(sizeof(PmhBucket) == PMH_UNIT_SIZE, "bucket must be one unit");
+_Static_assert(sizeof(PmhPosting) == PMH_UNIT_SIZE, "posting block must be one unit");
+_Static_assert(sizeof(PmhSegmentHeader) == PMH_UNIT_SIZE, "segment header must be one unit");
+_Static_assert(sizeof(PmhFileHeader) == PMH_HEADER_UNITS * PMH_UNIT_SIZE, "file header size");
+_Static_assert(offsetof(PmhFileHeader, checksum) == 64, "header checksum position");
+_Static_assert(offsetof(PmhSegmentHeader, checksum) == 48, "segment checksum position");
+
+/* Segment unit recorded in a directory descriptor (0: the shard is empty). */
+static inline uint64_t
+pmh_desc_unit(uint64_t desc)
+{
+	return desc & PMH_DESC_UNIT_MASK;
+}
+
+/* Bucket count recorded in a directory descriptor. */
+static inline uint32_t
+pmh_desc_nbuckets(uint64_t desc)
+{
+	return (uint32_t) (desc >> PMH_DESC_UNIT_BITS);
+}
+
+/* Build a directory descriptor. */
+static inline uint64_t
+pmh_desc_make(uint64_t unit, uint32_t nbuckets)
+{
+	return (unit & PMH_DESC_UNIT_MASK) | ((uint64_t) nbuckets << PMH_DESC_UNIT_BITS);
+}
+
+/* Shard that a hash code belongs to. */
+static inline uint32_t
+pmh_shard_of(uint32_t hash, uint32_t shard_bits)
+{
+	return shard_bits == 0 ? 0 : hash >> (32 - shard_bits);
+}
+
+/*
+ * Home bucket of a hash code: the bits below the shard bits, scaled to the
+ * bucket count by a multiply and shift, so that any bucket count works and
+ * home buckets are ordered like hash codes within a shard.
+ */
+static inline uint32_t
+pmh_home_bucket(uint32_t hash, uint32_t shard_bits, uint32_t nbuckets)
+{
+	uint32_t	rest = hash << shard_bits;
+
+	return (uint32_t) (((uint64_t) rest * nbuckets) >> 32);
+}
+
+/* TID block number. */
+static inline uint32_t
+pmh_tid_block(PmhTid tid)
+{
+	return ((uint32_t) tid.block_hi << 16) | tid.block_lo;
+}
+
+/* Build a TID from block and offset. */
+static inline PmhTid
+pmh_tid_make(uint32_t block, uint16_t offset)
+{
+	PmhTid		tid;
+
+	tid.block_hi = (uint16_t) (block >> 16);
+	tid.block_lo = (uint16_t) block;
+	tid.offset = offset;
+	return tid;
+}
+
+/* Whether two TIDs are equal. */
+static inline int
+pmh_tid_equal(PmhTid a, PmhTid b)
+{
+	return a.block_hi == b.block_hi && a.block_lo == b.block_lo && a.offset == b.offset;
+}
+
+/* Order TIDs like heap order. */
+static inline int
+pmh_tid_cmp(PmhTid a, PmhTid b)
+{
+	uint32_t	ba = pmh_tid_block(a);
+	uint32_t	bb = pmh_tid_block(b);
+
+	if (ba != bb)
+		return ba < bb ? -1 : 1;
+	if (a.offset != b.offset)
+		return a.offset < b.offset ? -1 : 1;
+	return 0;
+}
+
+#endif							/* PMH_FORMAT_H */

@@ -1,0 +1,102 @@
+/*-------------------------------------------------------------------------
+ *
+ * pmh_internal.h
+ *	  Helpers shared by the core's source files only.
+ *
+ * Copyright (c) 2026, pmhash developers
+ *
+ * IDENTIFICATION
+ *	  src/core/pmh_internal.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PMH_INTERNAL_H
+#define PMH_INTERNAL_H
+
+#include "pmh_core.h"
+
+/* Load a commit word, ordering later reads after it. */
+static inline uint64_t
+pmh_load_acquire(const uint64_t *word)
+{
+	return __atomic_load_n(word, __ATOMIC_ACQUIRE);
+}
+
+/* Re-read a commit word after the data it guards (seqlock validation). */
+static inline uint64_t
+pmh_reload(const uint64_t *word)
+{
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	return __atomic_load_n(word, __ATOMIC_RELAXED);
+}
+
+/* Publish a commit word after the data it guards. */
+static inline void
+pmh_store_release(uint64_t *word, uint64_t value)
+{
+	__atomic_store_n(word, value, __ATOMIC_RELEASE);
+}
+
+/* Bucket after b, wrapping around the segment. */
+static inline uint32_t
+pmh_next_bucket(uint32_t b, uint32_t nbuckets)
+{
+	return b + 1 == nbuckets ? 0 : b + 1;
+}
+
+/* Whether a slot's TID is a chain reference rather than a heap TID. */
+static inline int
+pmh_is_chain_ref(PmhTid tid)
+{
+	return tid.offset == 0;
+}
+
+/* Flush a range without waiting. */
+static inline void
+pmh_flush(const PmhPersist *p, const void *addr, size_t len)
+{
+	if (p && p->flush)
+		p->flush(p->arg, addr, len);
+}
+
+/* Wait for earlier flushes. */
+static inline void
+pmh_drain(const PmhPersist *p)
+{
+	if (p && p->drain)
+		p->drain(p->arg);
+}
+
+/* Number of posting blocks of a segment, read from its header. */
+static inline uint32_t
+pmh_segment_nposting(const PmhSegment *seg)
+{
+	return ((const PmhSegmentHeader *) seg->base)->nposting;
+}
+
+/*
+ * The chain a reference points to, or NULL if the reference does not fit the
+ * segment's posting area or the chain belongs to another hash.
+ */
+static inline PmhPosting *
+pmh_chain_first(const PmhSegment *seg, PmhTid ref, uint32_t hash)
+{
+	uint64_t	first_unit = (uint64_t) seg->nbuckets + 1;
+	uint64_t	end_unit = first_unit + pmh_segment_nposting(seg);
+	uint64_t	unit = pmh_tid_block(ref);
+	PmhPosting *first;
+
+	if (unit < first_unit || unit >= end_unit)
+		return NULL;
+	first = pmh_posting(seg, unit);
+	if (first->hash != hash || first->nblocks == 0 ||
+		unit + first->nblocks > end_unit)
+		return NULL;
+	return first;
+}
+
+/* pmh_modify.c: place an entry into a segment image nobody can see yet */
+extern void pmh_image_place(const PmhSegment *seg, uint32_t hash, PmhTid tid,
+							uint64_t lsn);
+
+#endif							/* PMH_INTERNAL_H */

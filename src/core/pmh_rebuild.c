@@ -1,0 +1,332 @@
+/*-------------------------------------------------------------------------
+ *
+ * pmh_rebuild.c
+ *	  Gather a shard's entries and lay them out as a new segment.
+ *
+ * Growth, shrinking, cleanup of overflow bits, creation of posting chains
+ * and the bulk build all go through one path: gather (hash, TID) entries,
+ * sort them, plan a geometry, and write a fresh segment image into space no
+ * reader can see.  The caller then persists the image and publishes it with
+ * a single directory store.  Content is unchanged, so none of this needs WAL.
+ *
+ * Hash codes that occur more than PMH_CHAIN_THRESHOLD times move to posting
+ * chains (contiguous posting blocks with half again as much room as they
+ * need), and the bucket slot keeps only a reference.  Sorted input makes the
+ * placement sequential: home buckets grow with the hash code.
+ *
+ * Copyright (c) 2026, pmhash developers
+ *
+ * IDENTIFICATION
+ *	  src/core/pmh_rebuild.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "pmh_internal.h"
+
+/* Count live TIDs and occupied slots of a segment (writer side). */
+void
+pmh_segment_count(const PmhSegment *seg, PmhCounts *counts)
+{
+	uint32_t	nposting = pmh_segment_nposting(seg);
+
+	memset(counts, 0, sizeof(*counts));
+	for (uint32_t b = 0; b < seg->nbuckets; b++)
+	{
+		const PmhBucket *bucket = pmh_bucket(seg, b);
+		uint64_t	valid = bucket->commit & PMH_VALID_MASK;
+
+		counts->slots += __builtin_popcountll(valid);
+		while (valid)
+		{
+			int			i = __builtin_ctzll(valid);
+
+			valid &= valid - 1;
+			if (!pmh_is_chain_ref(bucket->tid[i]))
+				counts->entries++;
+		}
+		if (bucket->lsn > counts->max_lsn)
+			counts->max_lsn = bucket->lsn;
+	}
+	for (uint32_t j = 0; j < nposting; j++)
+	{
+		const PmhPosting *blk = pmh_posting(seg, (uint64_t) seg->nbuckets + 1 + j);
+
+		counts->entries += __builtin_popcountll(blk->commit & PMH_POSTING_VALID_MASK);
+	}
+}
+
+/*
+ * Copy every live entry of a segment into out (at most capacity of them).
+ * Returns the number of live entries.
+ */
+uint64_t
+pmh_segment_collect(const PmhSegment *seg, PmhEntry *out, uint64_t capacity)
+{
+	uint64_t	n = 0;
+	uint32_t	nposting = pmh_segment_nposting(seg);
+
+	for (uint32_t b = 0; b < seg->nbuckets; b++)
+	{
+		const PmhBucket *bucket = pmh_bucket(seg, b);
+		uint64_t	valid = bucket->commit & PMH_VALID_MASK;
+
+		while (valid)
+		{
+			int			i = __builtin_ctzll(valid);
+
+			valid &= valid - 1;
+			if (pmh_is_chain_ref(bucket->tid[i]))
+				continue;
+			if (n < capacity)
+			{
+				out[n].hash = bucket->hash[i];
+				out[n].tid = bucket->tid[i];
+			}
+			n++;
+		}
+	}
+	for (uint32_t j = 0, hash = 0; j < nposting; j++)
+	{
+		const PmhPosting *blk = pmh_posting(seg, (uint64_t) seg->nbuckets + 1 + j);
+		uint64_t	valid = blk->commit & PMH_POSTING_VALID_MASK;
+
+		hash = blk->hash;
+		while (valid)
+		{
+			int			i = __builtin_ctzll(valid);
+
+			valid &= valid - 1;
+			if (n < capacity)
+			{
+				out[n].hash = hash;
+				out[n].tid = blk->tid[i];
+			}
+			n++;
+		}
+	}
+	return n;
+}
+
+/* qsort comparator: TID order. */
+static int
+entry_tid_cmp(const void *a, const void *b)
+{
+	return pmh_tid_cmp(((const PmhEntry *) a)->tid, ((const PmhEntry *) b)->tid);
+}
+
+/*
+ * Sort entries by hash, then TID, and drop exact duplicates.  scratch must
+ * hold count entries.  Returns the number of distinct entries.
+ */
+uint64_t
+pmh_sort_entries(PmhEntry *entries, uint64_t count, PmhEntry *scratch)
+{
+	PmhEntry   *src = entries;
+	PmhEntry   *dst = scratch;
+	uint64_t	n = 0;
+
+	/* stable radix sort on the hash, a byte at a time */
+	for (int shift = 0; shift < 32; shift += 8)
+	{
+		uint64_t	offsets[257] = {0};
+		PmhEntry   *tmp;
+
+		for (uint64_t i = 0; i < count; i++)
+			offsets[((src[i].hash >> shift) & 0xFF) + 1]++;
+		for (int d = 0; d < 256; d++)
+			offsets[d + 1] += offsets[d];
+		for (uint64_t i = 0; i < count; i++)
+			dst[offsets[(src[i].hash >> shift) & 0xFF]++] = src[i];
+		tmp = src;
+		src = dst;
+		dst = tmp;
+	}
+	/* four passes leave the result in entries again */
+
+	/* order equal hashes by TID, then drop duplicates */
+	for (uint64_t i = 0; i < count;)
+	{
+		uint64_t	j = i + 1;
+
+		while (j < count && entries[j].hash == entries[i].hash)
+			j++;
+		if (j - i > 1)
+			qsort(entries + i, j - i, sizeof(PmhEntry), entry_tid_cmp);
+		for (uint64_t k = i; k < j; k++)
+		{
+			/* entries[n - 1] is the last one kept, of this hash when k > i */
+			if (k > i && pmh_tid_equal(entries[k].tid, entries[n - 1].tid))
+				continue;
+			entries[n++] = entries[k];
+		}
+		i = j;
+	}
+	return n;
+}
+
+/* Posting blocks for a chain of count TIDs, with room to grow. */
+static uint64_t
+chain_blocks(uint64_t count)
+{
+	return (count + count / 2 + PMH_POSTING_SLOTS - 1) / PMH_POSTING_SLOTS;
+}
+
+/* Chain references needed for a chain of nblocks blocks. */
+static uint64_t
+chain_refs(uint64_t nblocks)
+{
+	return (nblocks + PMH_MAX_CHAIN_BLOCKS - 1) / PMH_MAX_CHAIN_BLOCKS;
+}
+
+/* Plan the geometry of a segment for sorted, distinct entries. */
+PmhLayout
+pmh_plan_layout(const PmhEntry *sorted, uint64_t count, double fill)
+{
+	PmhLayout	layout;
+	uint64_t	slots = 0;
+	uint64_t	nposting = 0;
+	uint64_t	nbuckets;
+
+	for (uint64_t i = 0; i < count;)
+	{
+		uint64_t	j = i + 1;
+
+		while (j < count && sorted[j].hash == sorted[i].hash)
+			j++;
+		if (j - i > PMH_CHAIN_THRESHOLD)
+		{
+			uint64_t	blocks = chain_blocks(j - i);
+
+			nposting += blocks;
+			slots += chain_refs(blocks);
+		}
+		else
+			slots += j - i;
+		i = j;
+	}
+	nbuckets = (uint64_t) ((double) slots / (PMH_BUCKET_SLOTS * fill)) + 1;
+	if (nbuckets * PMH_BUCKET_SLOTS < slots)
+		nbuckets = (slots + PMH_BUCKET_SLOTS - 1) / PMH_BUCKET_SLOTS;
+	layout.nbuckets = (uint32_t) nbuckets;
+	layout.nposting = (uint32_t) nposting;
+	layout.nentries = count;
+	return layout;
+}
+
+/* Units a segment of this layout occupies. */
+uint64_t
+pmh_layout_units(const PmhLayout *layout)
+{
+	return 1 + (uint64_t) layout->nbuckets + layout->nposting;
+}
+
+/*
+ * Fill the chains of one hash, spreading its TIDs evenly over the blocks so
+ * that each keeps room for appends, and place a reference to each chain.
+ */
+static uint64_t
+write_chains(const PmhSegment *seg, uint64_t next_unit, const PmhEntry *group,
+			 uint64_t count, uint64_t lsn)
+{
+	uint64_t	total = chain_blocks(count);
+	uint64_t	done = 0;
+
+	while (done < total)
+	{
+		uint64_t	left = total - done;
+		uint64_t	nblocks = left < PMH_MAX_CHAIN_BLOCKS ? left : PMH_MAX_CHAIN_BLOCKS;
+		PmhPosting *first = pmh_posting(seg, next_unit);
+
+		for (uint64_t j = 0; j < nblocks; j++)
+		{
+			PmhPosting *blk = first + j;
+			uint64_t	b = done + j;
+			uint64_t	from = count * b / total;
+			uint64_t	to = count * (b + 1) / total;
+			uint64_t	valid = 0;
+
+			blk->hash = group[0].hash;
+			for (uint64_t k = from; k < to; k++)
+			{
+				blk->tid[k - from] = group[k].tid;
+				valid |= UINT64_C(1) << (k - from);
+			}
+			blk->commit = valid;
+		}
+		first->nblocks = (uint16_t) nblocks;
+		first->cursor = 0;
+		pmh_image_place(seg, group[0].hash,
+						pmh_tid_make((uint32_t) next_unit, 0), lsn);
+		next_unit += nblocks;
+		done += nblocks;
+	}
+	return next_unit;
+}
+
+/*
+ * Write a segment image for sorted, distinct entries into dst, which must
+ * span pmh_layout_units(layout) units that no reader can see.
+ */
+void
+pmh_segment_write(char *dst, const PmhLayout *layout, const PmhEntry *sorted,
+				  uint64_t count, uint32_t shard, uint32_t shard_bits,
+				  uint64_t file_generation, uint64_t generation, uint64_t lsn)
+{
+	PmhSegment	seg = {dst, layout->nbuckets, shard_bits};
+	PmhSegmentHeader *hdr = (PmhSegmentHeader *) dst;
+	uint64_t	next_unit = (uint64_t) layout->nbuckets + 1;
+
+	memset(dst, 0, pmh_layout_units(layout) * PMH_UNIT_SIZE);
+	hdr->magic = PMH_SEGMENT_MAGIC;
+	hdr->file_generation = file_generation;
+	hdr->generation = generation;
+	hdr->max_lsn = lsn;
+	hdr->shard = shard;
+	hdr->shard_bits = shard_bits;
+	hdr->nbuckets = layout->nbuckets;
+	hdr->nposting = layout->nposting;
+	for (uint32_t b = 0; b < layout->nbuckets; b++)
+		pmh_bucket(&seg, b)->lsn = lsn;
+
+	for (uint64_t i = 0; i < count;)
+	{
+		uint64_t	j = i + 1;
+
+		while (j < count && sorted[j].hash == sorted[i].hash)
+			j++;
+		if (j - i > PMH_CHAIN_THRESHOLD)
+			next_unit = write_chains(&seg, next_unit, sorted + i, j - i, lsn);
+		else
+		{
+			for (uint64_t k = i; k < j; k++)
+				pmh_image_place(&seg, sorted[k].hash, sorted[k].tid, lsn);
+		}
+		i = j;
+	}
+	/* the sequence numbers start at zero; placement bumped them */
+	for (uint32_t b = 0; b < layout->nbuckets; b++)
+		pmh_bucket(&seg, b)->commit &= PMH_SEQ_ONE - 1;
+	hdr->checksum = pmh_segment_checksum(hdr);
+}
+
+/* Whether a shard with this many occupied slots must grow before an insert. */
+int
+pmh_needs_growth(uint64_t slots, uint32_t nbuckets)
+{
+	return (double) (slots + 1) > (double) nbuckets * PMH_BUCKET_SLOTS * PMH_GROW_FILL;
+}
+
+/* Whether a shard is so empty that rebuilding it smaller is worth it. */
+int
+pmh_needs_shrink(const PmhCounts *counts, uint32_t nbuckets, uint32_t nposting)
+{
+	double		capacity = (double) nbuckets * PMH_BUCKET_SLOTS +
+		(double) nposting * PMH_POSTING_SLOTS;
+
+	if (nbuckets <= 1 && nposting == 0)
+		return 0;
+	return (double) counts->entries < capacity * PMH_SHRINK_FILL;
+}

@@ -1,0 +1,275 @@
+/*-------------------------------------------------------------------------
+ *
+ * pmh_table.c
+ *	  Shard-level operations over a whole pmhash file: insert with growth,
+ *	  rebuild, and publication of segments through the directory.
+ *
+ * The caller supplies memory, file space and the shared directory mirror
+ * through PmhTableOps, and holds the shard's writer lock around every call.
+ * A rebuild writes its new segment into unpublished space, persists it,
+ * stores the new descriptor in the file's directory (one 8-byte store),
+ * persists that, and only then shows it to readers through the mirror.  The
+ * old segment is handed back to the caller, who frees it once no reader can
+ * still be inside it.
+ *
+ * Copyright (c) 2026, pmhash developers
+ *
+ * IDENTIFICATION
+ *	  src/core/pmh_table.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pmh_internal.h"
+
+/* Address of a unit in the current mapping. */
+static char *
+unit_address(const PmhTable *t, uint64_t unit)
+{
+	return t->ops->base(t->ops->arg) + unit * PMH_UNIT_SIZE;
+}
+
+/* The segment a descriptor publishes, in the current mapping. */
+void
+pmh_table_segment(const PmhTable *t, uint64_t desc, PmhSegment *seg)
+{
+	seg->base = unit_address(t, pmh_desc_unit(desc));
+	seg->nbuckets = pmh_desc_nbuckets(desc);
+	seg->shard_bits = t->shard_bits;
+}
+
+/* Store a descriptor in the file's directory and make it durable. */
+static void
+publish(const PmhTable *t, uint32_t shard, uint64_t desc)
+{
+	uint64_t   *dir = (uint64_t *) unit_address(t, t->dir_unit);
+
+	pmh_store_release(&dir[shard], desc);
+	pmh_flush(t->persist, &dir[shard], sizeof(uint64_t));
+	pmh_drain(t->persist);
+	t->ops->publish(t->ops->arg, shard, desc);
+}
+
+/*
+ * Rebuild a shard from its current segment (desc, 0 if none) plus extra
+ * entries, at the given bucket fill.  counts receives the new content.
+ */
+PmhStatus
+pmh_table_rebuild(const PmhTable *t, uint32_t shard, uint64_t desc,
+				  const PmhEntry *extra, uint64_t nextra, double fill,
+				  uint64_t lsn, PmhCounts *counts)
+{
+	const PmhTableOps *ops = t->ops;
+	PmhSegment	old;
+	PmhCounts	old_counts;
+	PmhEntry   *work;
+	PmhEntry   *scratch;
+	PmhLayout	layout;
+	uint64_t	total = nextra;
+	uint64_t	n = 0;
+	uint64_t	old_units = 0;
+	uint64_t	generation = 1;
+	uint64_t	new_desc = 0;
+
+	memset(&old_counts, 0, sizeof(old_counts));
+	if (desc != 0)
+	{
+		PmhSegmentHeader *hdr;
+
+		pmh_table_segment(t, desc, &old);
+		hdr = pmh_segment_header(&old);
+		pmh_segment_count(&old, &old_counts);
+		total += old_counts.entries;
+		old_units = 1 + (uint64_t) old.nbuckets + hdr->nposting;
+		generation = hdr->generation + 1;
+		if (old_counts.max_lsn > lsn)
+			lsn = old_counts.max_lsn;
+	}
+
+	work = ops->alloc_memory(ops->arg, (total ? total : 1) * sizeof(PmhEntry));
+	scratch = ops->alloc_memory(ops->arg, (total ? total : 1) * sizeof(PmhEntry));
+	if (desc != 0)
+		n = pmh_segment_collect(&old, work, total);
+	if (n + nextra > total)
+	{
+		ops->free_memory(ops->arg, scratch);
+		ops->free_memory(ops->arg, work);
+		return PMH_CORRUPT;
+	}
+	memcpy(work + n, extra, nextra * sizeof(PmhEntry));
+	n = pmh_sort_entries(work, n + nextra, scratch);
+	ops->free_memory(ops->arg, scratch);
+
+	memset(counts, 0, sizeof(*counts));
+	if (n > 0)
+	{
+		uint64_t	unit;
+		char	   *dst;
+
+		layout = pmh_plan_layout(work, n, fill);
+		if (layout.nbuckets > PMH_MAX_SEGMENT_BUCKETS)
+		{
+			ops->free_memory(ops->arg, work);
+			return PMH_FULL;
+		}
+		unit = ops->alloc_space(ops->arg, pmh_layout_units(&layout));
+		if (unit == 0)
+		{
+			ops->free_memory(ops->arg, work);
+			return PMH_FULL;
+		}
+		dst = unit_address(t, unit);
+		pmh_segment_write(dst, &layout, work, n, shard, t->shard_bits,
+						  t->file_generation, generation, lsn);
+		pmh_flush(t->persist, dst, pmh_layout_units(&layout) * PMH_UNIT_SIZE);
+		pmh_drain(t->persist);
+		new_desc = pmh_desc_make(unit, layout.nbuckets);
+		pmh_table_segment(t, new_desc, &old);
+		pmh_segment_count(&old, counts);
+	}
+	ops->free_memory(ops->arg, work);
+
+	publish(t, shard, new_desc);
+	if (desc != 0)
+		ops->free_space(ops->arg, pmh_desc_unit(desc), old_units);
+	return PMH_OK;
+}
+
+/*
+ * Insert one entry into a shard whose descriptor and counts the caller read
+ * under the shard lock, growing or rebuilding the shard when needed.
+ */
+PmhStatus
+pmh_table_insert(const PmhTable *t, uint32_t shard, uint64_t desc,
+				 PmhCounts *counts, uint32_t hash, PmhTid tid, uint64_t lsn)
+{
+	PmhEntry	entry;
+	PmhSegment	seg;
+	PmhStatus	st;
+	int			used_slot;
+
+	if (desc != 0 && !pmh_needs_growth(counts->slots, pmh_desc_nbuckets(desc)))
+	{
+		pmh_table_segment(t, desc, &seg);
+		st = pmh_insert(&seg, hash, tid, lsn, t->persist, &used_slot);
+		if (st == PMH_OK)
+		{
+			counts->entries++;
+			counts->slots += used_slot;
+			if (lsn > counts->max_lsn)
+				counts->max_lsn = lsn;
+			return PMH_OK;
+		}
+		if (st != PMH_FULL)
+			return st;
+	}
+	entry.hash = hash;
+	entry.tid = tid;
+	return pmh_table_rebuild(t, shard, desc, &entry, 1, PMH_REBUILD_FILL, lsn, counts);
+}
+
+/* qsort comparator: extents by unit. */
+static int
+extent_cmp(const void *a, const void *b)
+{
+	uint64_t	x = ((const PmhExtent *) a)->unit;
+	uint64_t	y = ((const PmhExtent *) b)->unit;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Check one directory descriptor; NULL if it publishes a sound segment. */
+static const char *
+check_descriptor(const PmhTable *t, uint32_t shard, uint64_t desc, uint64_t data_unit,
+				 uint64_t file_units, char *msg, size_t msglen)
+{
+	uint64_t	unit = pmh_desc_unit(desc);
+	uint32_t	nbuckets = pmh_desc_nbuckets(desc);
+	PmhSegment	seg;
+	PmhSegmentHeader *hdr;
+
+	if (unit < data_unit || nbuckets == 0 || unit + 1 + nbuckets > file_units)
+	{
+		snprintf(msg, msglen, "shard %u: directory entry points outside the file", shard);
+		return msg;
+	}
+	pmh_table_segment(t, desc, &seg);
+	hdr = pmh_segment_header(&seg);
+	if (hdr->magic != PMH_SEGMENT_MAGIC || hdr->checksum != pmh_segment_checksum(hdr) ||
+		hdr->shard != shard || hdr->nbuckets != nbuckets ||
+		hdr->file_generation != t->file_generation ||
+		unit + 1 + (uint64_t) nbuckets + hdr->nposting > file_units)
+	{
+		snprintf(msg, msglen, "shard %u: segment at unit %llu is damaged", shard,
+				 (unsigned long long) unit);
+		return msg;
+	}
+	return NULL;
+}
+
+/*
+ * Rebuild the volatile state of a file from its directory: report every
+ * shard's descriptor and counts to visit, and fill the free map with the
+ * gaps between published segments.  NULL on success, else msg.
+ */
+const char *
+pmh_table_attach(const PmhTable *t, uint64_t file_units, PmhFreeMap *map,
+				 void (*visit) (void *arg, uint32_t shard, uint64_t desc,
+								const PmhCounts *counts),
+				 void *arg, char *msg, size_t msglen)
+{
+	const PmhTableOps *ops = t->ops;
+	const PmhFileHeader *hdr = (const PmhFileHeader *) unit_address(t, 0);
+	const uint64_t *dir = (const uint64_t *) unit_address(t, t->dir_unit);
+	uint32_t	nshards = UINT32_C(1) << t->shard_bits;
+	PmhExtent  *segs = ops->alloc_memory(ops->arg, nshards * sizeof(PmhExtent));
+	uint32_t	nsegs = 0;
+	uint64_t	next = hdr->data_unit;
+	const char *err = NULL;
+
+	for (uint32_t s = 0; s < nshards && err == NULL; s++)
+	{
+		uint64_t	desc = __atomic_load_n(&dir[s], __ATOMIC_ACQUIRE);
+		PmhCounts	counts;
+		PmhSegment	seg;
+
+		memset(&counts, 0, sizeof(counts));
+		if (desc != 0)
+		{
+			err = check_descriptor(t, s, desc, hdr->data_unit, file_units, msg, msglen);
+			if (err)
+				break;
+			pmh_table_segment(t, desc, &seg);
+			pmh_segment_count(&seg, &counts);
+			segs[nsegs].unit = pmh_desc_unit(desc);
+			segs[nsegs].count = 1 + (uint64_t) seg.nbuckets + pmh_segment_header(&seg)->nposting;
+			nsegs++;
+		}
+		visit(arg, s, desc, &counts);
+	}
+	if (err == NULL)
+	{
+		qsort(segs, nsegs, sizeof(PmhExtent), extent_cmp);
+		pmh_freemap_init(map, map->extents, map->capacity);
+		for (uint32_t i = 0; i < nsegs; i++)
+		{
+			if (segs[i].unit < next)
+			{
+				snprintf(msg, msglen, "segments at units %llu and %llu overlap",
+						 (unsigned long long) segs[i - 1].unit,
+						 (unsigned long long) segs[i].unit);
+				err = msg;
+				break;
+			}
+			pmh_freemap_release(map, next, segs[i].unit - next);
+			next = segs[i].unit + segs[i].count;
+		}
+		if (err == NULL)
+			pmh_freemap_release(map, next, file_units - next);
+	}
+	ops->free_memory(ops->arg, segs);
+	return err;
+}

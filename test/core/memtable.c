@@ -1,0 +1,333 @@
+/*-------------------------------------------------------------------------
+ *
+ * memtable.c
+ *	  An in-memory pmhash file for core tests, with a crash simulator.
+ *
+ * The shim keeps two images: the live one that code reads and writes, and a
+ * durable one.  A flush marks cache lines; a drain copies the marked lines
+ * to the durable image.  A simulated crash replaces the live image with the
+ * durable one, after letting a random share of the other dirty lines through
+ * as a cache eviction might.
+ *
+ * Copyright (c) 2026, pmhash developers
+ *
+ * IDENTIFICATION
+ *	  test/core/memtable.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "memtable.h"
+
+#define LINE 64
+
+/* Shim: mark the lines of a range as flushed. */
+static void
+shim_flush(void *arg, const void *addr, size_t len)
+{
+	MemTable   *mt = arg;
+	uint64_t	start = (uint64_t) ((const char *) addr - mt->live) / LINE;
+	uint64_t	end = (uint64_t) ((const char *) addr - mt->live + len + LINE - 1) / LINE;
+
+	if (!mt->shim)
+		return;
+	for (uint64_t l = start; l < end; l++)
+		mt->pending[l] = 1;
+}
+
+/* Shim: make flushed lines durable, unless the crash point has passed. */
+static void
+shim_drain(void *arg)
+{
+	MemTable   *mt = arg;
+	uint64_t	nlines = mt->units * PMH_UNIT_SIZE / LINE;
+
+	if (!mt->shim)
+		return;
+	mt->drains++;
+	for (uint64_t l = 0; l < nlines; l++)
+	{
+		if (!mt->pending[l])
+			continue;
+		mt->pending[l] = 0;
+		if (mt->drains <= mt->crash_at)
+			memcpy(mt->durable + l * LINE, mt->live + l * LINE, LINE);
+	}
+}
+
+/* Allocate working memory. */
+static void *
+mem_alloc(void *arg, size_t size)
+{
+	(void) arg;
+	return malloc(size);
+}
+
+/* Free working memory. */
+static void
+mem_free(void *arg, void *ptr)
+{
+	(void) arg;
+	free(ptr);
+}
+
+/* Grow the images; the live image may move, as a remap would. */
+static void
+grow(MemTable *mt, uint64_t units)
+{
+	uint64_t	old = mt->units;
+
+	mt->live = realloc(mt->live, units * PMH_UNIT_SIZE);
+	memset(mt->live + old * PMH_UNIT_SIZE, 0, (units - old) * PMH_UNIT_SIZE);
+	if (mt->shim)
+	{
+		mt->durable = realloc(mt->durable, units * PMH_UNIT_SIZE);
+		memset(mt->durable + old * PMH_UNIT_SIZE, 0, (units - old) * PMH_UNIT_SIZE);
+		mt->pending = realloc(mt->pending, units * PMH_UNIT_SIZE / LINE);
+		memset(mt->pending + old * PMH_UNIT_SIZE / LINE, 0, (units - old) * PMH_UNIT_SIZE / LINE);
+	}
+	mt->units = units;
+	pmh_freemap_release(&mt->freemap, old, units - old);
+}
+
+/* File space: best fit, else grow the file by half. */
+static uint64_t
+space_alloc(void *arg, uint64_t units)
+{
+	MemTable   *mt = arg;
+	uint64_t	unit = pmh_freemap_alloc(&mt->freemap, units);
+
+	if (unit == 0)
+	{
+		grow(mt, mt->units + (units > mt->units / 2 ? units : mt->units / 2));
+		unit = pmh_freemap_alloc(&mt->freemap, units);
+	}
+	return unit;
+}
+
+/* Segments are freed at once: tests have no concurrent readers. */
+static void
+space_free(void *arg, uint64_t unit, uint64_t units)
+{
+	MemTable   *mt = arg;
+
+	if (pmh_freemap_release(&mt->freemap, unit, units) != 0)
+	{
+		fprintf(stderr, "double free of unit %llu\n", (unsigned long long) unit);
+		abort();
+	}
+}
+
+/* Show a descriptor to readers. */
+static void
+publish(void *arg, uint32_t shard, uint64_t desc)
+{
+	MemTable   *mt = arg;
+
+	__atomic_store_n(&mt->mirror[shard], desc, __ATOMIC_RELEASE);
+}
+
+/* Current mapping. */
+static char *
+base(void *arg)
+{
+	return ((MemTable *) arg)->live;
+}
+
+/* Create an empty file of the given size with 2^shard_bits shards. */
+MemTable *
+memtable_create(uint32_t shard_bits, uint64_t units, int shim)
+{
+	MemTable   *mt = calloc(1, sizeof(MemTable));
+	uint32_t	nshards = UINT32_C(1) << shard_bits;
+	PmhFileHeader *hdr;
+
+	mt->shim = shim;
+	mt->crash_at = UINT64_MAX;
+	mt->mirror = calloc(nshards, sizeof(uint64_t));
+	mt->counts = calloc(nshards, sizeof(PmhCounts));
+	mt->extents = calloc(nshards + 64, sizeof(PmhExtent));
+	pmh_freemap_init(&mt->freemap, mt->extents, nshards + 64);
+	mt->ops = (PmhTableOps) {mem_alloc, mem_free, space_alloc, space_free, publish, base, mt};
+	mt->persist = (PmhPersist) {shim_flush, shim_drain, mt};
+
+	hdr = calloc(1, sizeof(PmhFileHeader));
+	pmh_header_init(hdr, 1663, 5, 16384, -1, 42, shard_bits, 0);
+	if (units < hdr->data_unit + 1)
+		units = hdr->data_unit + 1;
+	mt->units = hdr->data_unit;
+	grow(mt, units);
+	/* the header and directory are not free space */
+	pmh_freemap_init(&mt->freemap, mt->extents, nshards + 64);
+	pmh_freemap_release(&mt->freemap, hdr->data_unit, units - hdr->data_unit);
+	memcpy(mt->live, hdr, sizeof(PmhFileHeader));
+	if (shim)
+		memcpy(mt->durable, hdr, sizeof(PmhFileHeader));
+	mt->table = (PmhTable) {&mt->ops, &mt->persist, shard_bits, 42, hdr->dir_unit};
+	free(hdr);
+	return mt;
+}
+
+/* Free everything. */
+void
+memtable_destroy(MemTable *mt)
+{
+	free(mt->live);
+	free(mt->durable);
+	free(mt->pending);
+	free(mt->mirror);
+	free(mt->counts);
+	free(mt->extents);
+	free(mt);
+}
+
+/* Insert through the table layer, as the access method does. */
+PmhStatus
+memtable_insert(MemTable *mt, uint32_t hash, PmhTid tid)
+{
+	uint32_t	shard = pmh_shard_of(hash, mt->table.shard_bits);
+
+	return pmh_table_insert(&mt->table, shard, mt->mirror[shard], &mt->counts[shard],
+							hash, tid, 0);
+}
+
+typedef struct CollectState
+{
+	PmhTid	   *out;
+	int			n;
+	int			cap;
+} CollectState;
+
+/* Lookup sink: append to an array. */
+static void
+collect(void *arg, const PmhTid *tids, int count)
+{
+	CollectState *cs = arg;
+
+	for (int i = 0; i < count; i++)
+	{
+		if (cs->n < cs->cap)
+			cs->out[cs->n] = tids[i];
+		cs->n++;
+	}
+}
+
+/* Look up all TIDs of a hash. */
+PmhStatus
+memtable_lookup(MemTable *mt, uint32_t hash, PmhTid *out, int *n, int cap)
+{
+	uint32_t	shard = pmh_shard_of(hash, mt->table.shard_bits);
+	uint64_t	desc = __atomic_load_n(&mt->mirror[shard], __ATOMIC_ACQUIRE);
+	CollectState cs = {out, 0, cap};
+	PmhSegment	seg;
+	PmhStatus	st = PMH_OK;
+
+	if (desc != 0)
+	{
+		pmh_table_segment(&mt->table, desc, &seg);
+		st = pmh_lookup(&seg, hash, collect, &cs);
+	}
+	*n = cs.n;
+	return st;
+}
+
+/* Bulk delete over every shard, shrinking shards that became sparse. */
+uint64_t
+memtable_bulk_delete(MemTable *mt, PmhDeadFn dead, void *arg)
+{
+	uint64_t	removed = 0;
+	uint32_t	nshards = UINT32_C(1) << mt->table.shard_bits;
+
+	for (uint32_t s = 0; s < nshards; s++)
+	{
+		PmhSegment	seg;
+
+		if (mt->mirror[s] == 0)
+			continue;
+		pmh_table_segment(&mt->table, mt->mirror[s], &seg);
+		removed += pmh_bulk_delete(&seg, dead, arg, 0, &mt->persist, &mt->counts[s]);
+		if (mt->counts[s].entries == 0 ||
+			pmh_needs_shrink(&mt->counts[s], seg.nbuckets, pmh_segment_header(&seg)->nposting))
+			pmh_table_rebuild(&mt->table, s, mt->mirror[s], NULL, 0, PMH_REBUILD_FILL, 0,
+							  &mt->counts[s]);
+	}
+	return removed;
+}
+
+/* Verify the header and every segment; NULL if sound. */
+const char *
+memtable_verify(MemTable *mt, uint64_t *live)
+{
+	static char msg[256];
+	const char *err;
+	uint32_t	nshards = UINT32_C(1) << mt->table.shard_bits;
+
+	*live = 0;
+	err = pmh_header_check((PmhFileHeader *) mt->live, mt->units);
+	if (err)
+		return err;
+	for (uint32_t s = 0; s < nshards; s++)
+	{
+		PmhSegment	seg;
+		PmhCounts	counts;
+		PmhEntry   *scratch;
+		uint64_t	n;
+
+		if (mt->mirror[s] == 0)
+			continue;
+		pmh_table_segment(&mt->table, mt->mirror[s], &seg);
+		pmh_segment_count(&seg, &counts);
+		scratch = malloc((counts.slots + counts.entries + 1) * sizeof(PmhEntry));
+		err = pmh_segment_verify(&seg, s, 42, mt->units, pmh_desc_unit(mt->mirror[s]),
+								 scratch, counts.slots + counts.entries + 1, &n,
+								 msg, sizeof(msg));
+		free(scratch);
+		if (err)
+			return err;
+		*live += n;
+	}
+	return NULL;
+}
+
+/*
+ * Simulate a crash: dirty lines reach the durable image with the given
+ * probability, then the live image becomes the durable one.
+ */
+void
+memtable_crash(MemTable *mt, double evict_probability, uint64_t seed)
+{
+	uint64_t	nlines = mt->units * PMH_UNIT_SIZE / LINE;
+
+	for (uint64_t l = 0; l < nlines; l++)
+	{
+		seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+		if ((double) (seed >> 11) / 9007199254740992.0 < evict_probability)
+			memcpy(mt->durable + l * LINE, mt->live + l * LINE, LINE);
+	}
+	memcpy(mt->live, mt->durable, mt->units * PMH_UNIT_SIZE);
+	memset(mt->pending, 0, nlines);
+	mt->crash_at = UINT64_MAX;
+}
+
+/* Attach visitor: copy a shard's descriptor and counts. */
+static void
+attach_visit(void *arg, uint32_t shard, uint64_t desc, const PmhCounts *counts)
+{
+	MemTable   *mt = arg;
+
+	mt->mirror[shard] = desc;
+	mt->counts[shard] = *counts;
+}
+
+/* Rebuild the volatile state from the file, as attaching an index does. */
+const char *
+memtable_attach(MemTable *mt)
+{
+	static char msg[256];
+
+	return pmh_table_attach(&mt->table, mt->units, &mt->freemap, attach_visit, mt,
+							msg, sizeof(msg));
+}

@@ -1,0 +1,46 @@
+/*-------------------------------------------------------------------------
+ *
+ * memtable.h
+ *	  An in-memory pmhash file for core tests and benchmarks, with a
+ *	  persistence shim that can simulate losing unflushed cache lines.
+ *
+ * Copyright (c) 2026, pmhash developers
+ *
+ * IDENTIFICATION
+ *	  test/core/memtable.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef MEMTABLE_H
+#define MEMTABLE_H
+
+#include "../../src/core/pmh_core.h"
+
+typedef struct MemTable
+{
+	char	   *live;			/* what the CPU sees */
+	char	   *durable;		/* what survives a crash (shim only) */
+	uint8_t    *pending;		/* lines flushed but not yet drained */
+	uint64_t	units;
+	uint64_t	drains;			/* drains so far */
+	uint64_t	crash_at;		/* stop persisting after this many drains */
+	int			shim;			/* track durability */
+	uint64_t   *mirror;			/* directory as readers see it */
+	PmhCounts  *counts;			/* per-shard counters */
+	PmhExtent  *extents;
+	PmhFreeMap	freemap;
+	PmhTableOps ops;
+	PmhPersist	persist;
+	PmhTable	table;
+} MemTable;
+
+extern MemTable *memtable_create(uint32_t shard_bits, uint64_t units, int shim);
+extern void memtable_destroy(MemTable *mt);
+extern PmhStatus memtable_insert(MemTable *mt, uint32_t hash, PmhTid tid);
+extern PmhStatus memtable_lookup(MemTable *mt, uint32_t hash, PmhTid *out, int *n, int cap);
+extern uint64_t memtable_bulk_delete(MemTable *mt, PmhDeadFn dead, void *arg);
+extern const char *memtable_verify(MemTable *mt, uint64_t *live);
+extern void memtable_crash(MemTable *mt, double evict_probability, uint64_t seed);
+extern const char *memtable_attach(MemTable *mt);
+
+#endif

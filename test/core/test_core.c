@@ -1,0 +1,780 @@
+/*-------------------------------------------------------------------------
+ *
+ * test_core.c
+ *	  Unit tests of the PostgreSQL-free pmhash core.
+ *
+ * Each test compares the table with a model (every entry it was given),
+ * verifies the structure, and is counted once as passed or failed.  The
+ * crash tests stop the writer at a random persistence fence, let a random
+ * share of unflushed lines reach the durable image, and check that every
+ * completed change survived and nothing else appeared.
+ *
+ * Copyright (c) 2026, pmhash developers
+ *
+ * IDENTIFICATION
+ *	  test/core/test_core.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "memtable.h"
+
+static int	passed;
+static int	failed;
+static int	test_failed;
+
+#define CHECK(cond, ...) \
+	do { \
+		if (!(cond)) \
+		{ \
+			if (!test_failed) \
+				fprintf(stderr, "  %s:%d: ", __FILE__, __LINE__), \
+				fprintf(stderr, __VA_ARGS__), fputc('\n', stderr); \
+			test_failed = 1; \
+		} \
+	} while (0)
+
+static uint64_t rng_state = 0x9E3779B97F4A7C15ULL;
+
+/* xorshift64* random numbers. */
+static uint64_t
+rnd(void)
+{
+	rng_state ^= rng_state >> 12;
+	rng_state ^= rng_state << 25;
+	rng_state ^= rng_state >> 27;
+	return rng_state * 2685821657736338717ULL;
+}
+
+/* A well-mixed 32-bit hash of a key. */
+static uint32_t
+mix(uint64_t k)
+{
+	k ^= k >> 33;
+	k *= 0xff51afd7ed558ccdULL;
+	k ^= k >> 33;
+	k *= 0xc4ceb9fe1a85ec53ULL;
+	k ^= k >> 33;
+	return (uint32_t) k;
+}
+
+/* The TID given to the i-th entry of a test. */
+static PmhTid
+tid_of(uint64_t i)
+{
+	return pmh_tid_make((uint32_t) (i / 250), (uint16_t) (i % 250 + 1));
+}
+
+/* The entry number a TID was made from. */
+static uint64_t
+index_of(PmhTid tid)
+{
+	return (uint64_t) pmh_tid_block(tid) * 250 + tid.offset - 1;
+}
+
+/* The entries a test has inserted, and which of them are deleted. */
+typedef struct Model
+{
+	uint32_t   *hash;
+	uint8_t    *dead;
+	uint64_t	n;
+	uint64_t	cap;
+} Model;
+
+/* Record an entry in the model. */
+static uint64_t
+model_add(Model *m, uint32_t hash)
+{
+	if (m->n == m->cap)
+	{
+		m->cap = m->cap ? 2 * m->cap : 1024;
+		m->hash = realloc(m->hash, m->cap * sizeof(uint32_t));
+		m->dead = realloc(m->dead, m->cap);
+	}
+	m->hash[m->n] = hash;
+	m->dead[m->n] = 0;
+	return m->n++;
+}
+
+/* Release a model. */
+static void
+model_free(Model *m)
+{
+	free(m->hash);
+	free(m->dead);
+	memset(m, 0, sizeof(*m));
+}
+
+/* qsort comparator for TIDs. */
+static int
+tid_cmp(const void *a, const void *b)
+{
+	return pmh_tid_cmp(*(const PmhTid *) a, *(const PmhTid *) b);
+}
+
+static int
+u64_cmp(const void *a, const void *b)
+{
+	uint64_t	x = *(const uint64_t *) a;
+	uint64_t	y = *(const uint64_t *) b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Order entry numbers by their hash (for grouping). */
+static const uint32_t *sort_hashes;
+static int
+by_hash(const void *a, const void *b)
+{
+	uint32_t	x = sort_hashes[*(const uint64_t *) a];
+	uint32_t	y = sort_hashes[*(const uint64_t *) b];
+
+	if (x != y)
+		return x < y ? -1 : 1;
+	return u64_cmp(a, b);
+}
+
+/*
+ * Check every hash of the model: a lookup returns exactly the live TIDs of
+ * that hash.  Also probe some absent hashes and verify the structure.
+ */
+static void
+check_table(MemTable *mt, Model *m)
+{
+	uint64_t   *order = malloc((m->n + 1) * sizeof(uint64_t));
+	int			cap = 1 << 20;
+	PmhTid	   *got = malloc(cap * sizeof(PmhTid));
+	PmhTid	   *want = malloc(cap * sizeof(PmhTid));
+	uint64_t	live = 0;
+	uint64_t	expect_live = 0;
+	const char *err;
+
+	for (uint64_t i = 0; i < m->n; i++)
+		order[i] = i;
+	sort_hashes = m->hash;
+	qsort(order, m->n, sizeof(uint64_t), by_hash);
+	for (uint64_t i = 0; i < m->n && !test_failed;)
+	{
+		uint64_t	j = i;
+		int			nwant = 0;
+		int			ngot;
+		PmhStatus	st;
+
+		while (j < m->n && m->hash[order[j]] == m->hash[order[i]])
+		{
+			if (!m->dead[order[j]])
+				want[nwant++] = tid_of(order[j]);
+			j++;
+		}
+		expect_live += nwant;
+		st = memtable_lookup(mt, m->hash[order[i]], got, &ngot, cap);
+		CHECK(st == PMH_OK, "lookup status %d", st);
+		CHECK(ngot == nwant, "hash %08x: %d TIDs found, %d expected", m->hash[order[i]], ngot, nwant);
+		if (ngot == nwant)
+		{
+			qsort(got, ngot, sizeof(PmhTid), tid_cmp);
+			qsort(want, nwant, sizeof(PmhTid), tid_cmp);
+			CHECK(memcmp(got, want, nwant * sizeof(PmhTid)) == 0, "hash %08x: wrong TIDs", m->hash[order[i]]);
+		}
+		i = j;
+	}
+	for (int k = 0; k < 2000 && !test_failed; k++)
+	{
+		uint32_t	h = (uint32_t) rnd();
+		uint64_t	key = 0;
+		int			ngot;
+		int			present = 0;
+
+		/* skip the rare random hash that the model holds */
+		for (uint64_t lo = 0, hi = m->n; lo < hi;)
+		{
+			uint64_t	mid = (lo + hi) / 2;
+
+			if (m->hash[order[mid]] < h)
+				lo = mid + 1;
+			else
+			{
+				hi = mid;
+				key = mid;
+			}
+			present = lo < m->n && m->hash[order[lo]] == h;
+		}
+		(void) key;
+		if (present)
+			continue;
+		memtable_lookup(mt, h, got, &ngot, cap);
+		CHECK(ngot == 0, "absent hash %08x returned %d TIDs", h, ngot);
+	}
+	err = memtable_verify(mt, &live);
+	CHECK(err == NULL, "verify: %s", err);
+	CHECK(live == expect_live, "verify counted %llu live, expected %llu",
+		  (unsigned long long) live, (unsigned long long) expect_live);
+	free(order);
+	free(got);
+	free(want);
+}
+
+/* Insert an entry into table and model. */
+static void
+add(MemTable *mt, Model *m, uint32_t hash)
+{
+	uint64_t	i = model_add(m, hash);
+	PmhStatus	st = memtable_insert(mt, hash, tid_of(i));
+
+	CHECK(st == PMH_OK, "insert status %d", st);
+}
+
+/* Dead-TID callback over the model. */
+static int
+model_dead(void *arg, PmhTid tid)
+{
+	Model	   *m = arg;
+
+	return m->dead[index_of(tid)];
+}
+
+/* The scalar and vector hash comparisons agree. */
+static void
+test_match(void)
+{
+	uint32_t	hashes[PMH_BUCKET_SLOTS + 2];
+	const char *best = pmh_match_impl();
+
+	for (int round = 0; round < 20000 && !test_failed; round++)
+	{
+		uint32_t	key = (uint32_t) rnd() & 0xF;
+		uint32_t	expect = 0;
+		uint32_t	got;
+
+		for (int i = 0; i < PMH_BUCKET_SLOTS + 2; i++)
+			hashes[i] = (uint32_t) rnd() & 0xF;
+		for (int i = 0; i < PMH_BUCKET_SLOTS; i++)
+			expect |= (uint32_t) (hashes[i] == key) << i;
+		got = pmh_match_hashes(hashes, key);
+		CHECK(got == expect, "%s: mask %06x, expected %06x", best, got, expect);
+		pmh_match_force_scalar(1);
+		got = pmh_match_hashes(hashes, key);
+		pmh_match_force_scalar(0);
+		CHECK(got == expect, "scalar: mask %06x, expected %06x", got, expect);
+	}
+}
+
+/* The free map hands out disjoint space and merges what comes back. */
+static void
+test_freemap(void)
+{
+	enum
+	{
+		SPACE = 4096
+	};
+	PmhExtent	ext[64];
+	PmhFreeMap	map;
+	uint8_t		used[SPACE + 1] = {0};
+	uint64_t	held_unit[200];
+	uint64_t	held_count[200];
+	int			nheld = 0;
+
+	pmh_freemap_init(&map, ext, 64);
+	CHECK(pmh_freemap_release(&map, 1, SPACE) == 0, "initial release");
+	CHECK(pmh_freemap_release(&map, 10, 5) == -1, "overlap not detected");
+	for (int round = 0; round < 20000 && !test_failed; round++)
+	{
+		if (nheld < 200 && (rnd() % 3 != 0 || nheld == 0))
+		{
+			uint64_t	count = 1 + rnd() % 40;
+			uint64_t	unit = pmh_freemap_alloc(&map, count);
+
+			if (unit == 0)
+				continue;
+			for (uint64_t u = unit; u < unit + count; u++)
+			{
+				CHECK(u >= 1 && u <= SPACE && !used[u], "unit %llu handed out twice",
+					  (unsigned long long) u);
+				used[u] = 1;
+			}
+			held_unit[nheld] = unit;
+			held_count[nheld++] = count;
+		}
+		else
+		{
+			int			k = (int) (rnd() % nheld);
+
+			for (uint64_t u = held_unit[k]; u < held_unit[k] + held_count[k]; u++)
+				used[u] = 0;
+			CHECK(pmh_freemap_release(&map, held_unit[k], held_count[k]) == 0, "release");
+			held_unit[k] = held_unit[--nheld];
+			held_count[k] = held_count[nheld];
+		}
+	}
+	while (nheld > 0)
+	{
+		nheld--;
+		pmh_freemap_release(&map, held_unit[nheld], held_count[nheld]);
+	}
+	CHECK(map.lost_units > 0 || (map.count == 1 && pmh_freemap_total(&map) == SPACE),
+		  "free space did not merge back: %u extents, %llu units", map.count,
+		  (unsigned long long) pmh_freemap_total(&map));
+}
+
+/* Unique keys: every one is found, absent keys are not, growth works. */
+static void
+test_unique_keys(void)
+{
+	MemTable   *mt = memtable_create(3, 64, 0);
+	Model		m = {0};
+
+	for (uint64_t k = 0; k < 200000 && !test_failed; k++)
+		add(mt, &m, mix(k));
+	check_table(mt, &m);
+	memtable_destroy(mt);
+	model_free(&m);
+}
+
+/* One key with 100,000 rows among others: chains hold them all. */
+static void
+test_heavy_duplicates(void)
+{
+	MemTable   *mt = memtable_create(2, 64, 0);
+	Model		m = {0};
+	PmhStats	stats = {0};
+	uint32_t	heavy = mix(777);
+
+	for (uint64_t k = 0; k < 120000 && !test_failed; k++)
+		add(mt, &m, (k % 6 == 0 || k >= 20000) ? heavy : mix(k));
+	check_table(mt, &m);
+	for (uint32_t s = 0; s < 4; s++)
+	{
+		PmhSegment	seg;
+
+		if (mt->mirror[s] == 0)
+			continue;
+		pmh_table_segment(&mt->table, mt->mirror[s], &seg);
+		pmh_segment_stats(&seg, &stats);
+	}
+	CHECK(stats.chains >= 1 && stats.chained_entries >= 100000,
+		  "expected the heavy key in chains: %llu chains, %llu chained",
+		  (unsigned long long) stats.chains, (unsigned long long) stats.chained_entries);
+	CHECK(stats.max_probe <= 2 * PMH_MAX_PROBE + 2, "runs too long: %u", stats.max_probe);
+	memtable_destroy(mt);
+	model_free(&m);
+}
+
+/* Many keys with 1 to 40 copies each, in random order, around the chain threshold. */
+static void
+test_mixed_duplicates(void)
+{
+	MemTable   *mt = memtable_create(4, 64, 0);
+	Model		m = {0};
+	uint64_t	todo[3000];
+	uint64_t	left = 0;
+
+	for (int k = 0; k < 3000; k++)
+		left += todo[k] = 1 + rnd() % 40;
+	while (left > 0 && !test_failed)
+	{
+		int			k = (int) (rnd() % 3000);
+
+		if (todo[k] == 0)
+			continue;
+		todo[k]--;
+		left--;
+		add(mt, &m, mix(k));
+	}
+	check_table(mt, &m);
+	memtable_destroy(mt);
+	model_free(&m);
+}
+
+/* Deletes: bulk and single, shrinking, and reuse of freed space. */
+static void
+test_deletes(void)
+{
+	MemTable   *mt = memtable_create(4, 64, 0);
+	Model		m = {0};
+	uint64_t	removed;
+	uint64_t	units_full;
+	uint64_t	free_before;
+
+	for (uint64_t k = 0; k < 100000 && !test_failed; k++)
+		add(mt, &m, k % 10 == 0 ? mix(k % 1000) : mix(k));
+	for (uint64_t i = 0; i < m.n; i++)
+		m.dead[i] = rnd() % 2;
+	removed = memtable_bulk_delete(mt, model_dead, &m);
+	CHECK(removed > 40000 && removed < 60000, "removed %llu", (unsigned long long) removed);
+	check_table(mt, &m);
+
+	/* single deletes, as WAL redo performs them */
+	for (uint64_t i = 0; i < m.n && !test_failed; i += 7)
+	{
+		uint32_t	shard = pmh_shard_of(m.hash[i], 4);
+		PmhSegment	seg;
+		int			done;
+
+		pmh_table_segment(&mt->table, mt->mirror[shard], &seg);
+		CHECK(pmh_contains(&seg, m.hash[i], tid_of(i)) == !m.dead[i], "contains");
+		done = pmh_delete(&seg, m.hash[i], tid_of(i), 0, &mt->persist);
+		CHECK(done == !m.dead[i], "single delete of entry %llu", (unsigned long long) i);
+		if (done)
+			mt->counts[shard].entries--;
+		m.dead[i] = 1;
+	}
+	check_table(mt, &m);
+
+	/* mass delete: shards shrink and their space becomes free */
+	units_full = mt->units;
+	free_before = pmh_freemap_total(&mt->freemap);
+	for (uint64_t i = 0; i < m.n; i++)
+		m.dead[i] |= rnd() % 100 != 0;
+	memtable_bulk_delete(mt, model_dead, &m);
+	check_table(mt, &m);
+	CHECK(pmh_freemap_total(&mt->freemap) > free_before + units_full / 2,
+		  "shrinking freed too little: %llu of %llu units free",
+		  (unsigned long long) pmh_freemap_total(&mt->freemap), (unsigned long long) units_full);
+
+	/* inserting again reuses the freed space */
+	for (uint64_t k = 0; k < 30000 && !test_failed; k++)
+		add(mt, &m, mix(1000000 + k));
+	check_table(mt, &m);
+	CHECK(mt->units == units_full, "file grew from %llu to %llu units despite free space",
+		  (unsigned long long) units_full, (unsigned long long) mt->units);
+	memtable_destroy(mt);
+	model_free(&m);
+}
+
+/* Hashes that all land in one home bucket still work. */
+static void
+test_clustered_hashes(void)
+{
+	MemTable   *mt = memtable_create(0, 64, 0);
+	Model		m = {0};
+
+	for (uint64_t k = 0; k < 5000 && !test_failed; k++)
+		add(mt, &m, 0x12345600u + (uint32_t) (k % 97));
+	for (uint64_t k = 0; k < 5000 && !test_failed; k++)
+		add(mt, &m, mix(k));
+	check_table(mt, &m);
+	memtable_destroy(mt);
+	model_free(&m);
+}
+
+static jmp_buf crash_jump;
+
+/* Persistence drain that stops the run at the planned crash point. */
+static void
+crashing_drain(void *arg)
+{
+	MemTable   *mt = arg;
+
+	if (mt->drains + 1 == mt->crash_at)
+		longjmp(crash_jump, 1);
+	mt->drains++;
+	for (uint64_t l = 0; l < mt->units * PMH_UNIT_SIZE / 64; l++)
+	{
+		if (mt->pending[l])
+		{
+			mt->pending[l] = 0;
+			memcpy(mt->durable + l * 64, mt->live + l * 64, 64);
+		}
+	}
+}
+
+/* One crash round: run until the planned fence, crash, recover, check. */
+static void
+crash_round(int round)
+{
+	MemTable   *mt = memtable_create(1, 64, 1);
+	Model		m = {0};
+	uint8_t    *done_insert = calloc(4000, 1);
+	volatile uint64_t in_flight = UINT64_MAX;
+	uint64_t	live;
+	const char *err;
+	double		evict = (round % 3) / 2.0;
+
+	mt->persist.drain = crashing_drain;
+	mt->crash_at = 20 + rnd() % 6000;
+	for (int k = 0; k < 4000; k++)
+		model_add(&m, (k % 5 == 0) ? mix(round) : mix(round * 100000 + k));
+
+	if (setjmp(crash_jump) == 0)
+	{
+		for (int k = 0; k < 4000; k++)
+		{
+			in_flight = k;
+			memtable_insert(mt, m.hash[k], tid_of(k));
+			done_insert[k] = 1;
+			if (k % 1000 == 999)
+			{
+				/* delete a third of what is there */
+				for (int d = 0; d <= k; d++)
+					m.dead[d] = m.dead[d] || d % 3 == 0;
+				in_flight = UINT64_MAX - 1;
+				memtable_bulk_delete(mt, model_dead, &m);
+				in_flight = UINT64_MAX;
+			}
+		}
+		/* no crash in this round */
+		memtable_destroy(mt);
+		model_free(&m);
+		free(done_insert);
+		return;
+	}
+	memtable_crash(mt, evict, rnd());
+	mt->persist.drain = NULL;
+	err = memtable_attach(mt);
+	CHECK(err == NULL, "round %d: attach after crash: %s", round, err);
+	if (err == NULL)
+	{
+		err = memtable_verify(mt, &live);
+		CHECK(err == NULL, "round %d: verify after crash: %s", round, err);
+	}
+	for (int k = 0; k < 4000 && !test_failed && err == NULL; k++)
+	{
+		PmhTid		got[8192];
+		int			ngot;
+		int			found = 0;
+		int			may_be_dead = in_flight == UINT64_MAX - 1 && k % 3 == 0;
+
+		memtable_lookup(mt, m.hash[k], got, &ngot, 8192);
+		for (int g = 0; g < ngot && g < 8192; g++)
+		{
+			uint64_t	idx = index_of(got[g]);
+
+			CHECK(idx < 4000 && m.hash[idx] == m.hash[k], "round %d: stray TID", round);
+			found |= idx == (uint64_t) k;
+		}
+		if (done_insert[k] && !m.dead[k])
+			CHECK(found, "round %d: completed insert %d lost (crash at fence %llu)",
+				  round, k, (unsigned long long) mt->crash_at);
+		if (m.dead[k] && !may_be_dead)
+			CHECK(!found, "round %d: deleted entry %d came back", round, k);
+		if (!done_insert[k] && (uint64_t) k != in_flight)
+			CHECK(!found, "round %d: entry %d appeared without being inserted", round, k);
+	}
+	memtable_destroy(mt);
+	model_free(&m);
+	free(done_insert);
+}
+
+/*
+ * Crash at random fences during inserts, deletes and rebuilds: after
+ * recovery the file attaches and verifies, every completed insert is there,
+ * every completed delete is gone, and nothing else appeared.
+ */
+static void
+test_crashes(void)
+{
+	for (int round = 0; round < 300 && !test_failed; round++)
+		crash_round(round);
+}
+
+/* Damage in a segment is reported by verification and never crashes lookups. */
+static void
+test_damage(void)
+{
+	const char *what[] = {"segment header", "chain reference", "overflow bit", "directory entry"};
+
+	for (int kind = 0; kind < 4 && !test_failed; kind++)
+	{
+		MemTable   *mt = memtable_create(0, 64, 0);
+		Model		m = {0};
+		PmhSegment	seg;
+		uint64_t	live;
+		const char *err;
+		PmhTid		got[4096];
+		int			ngot;
+
+		for (uint64_t k = 0; k < 3000; k++)
+			add(mt, &m, k % 3 == 0 ? mix(5) : mix(k));
+		pmh_table_segment(&mt->table, mt->mirror[0], &seg);
+		if (kind == 0)
+			pmh_segment_header(&seg)->nposting++;
+		else if (kind == 1 || kind == 2)
+		{
+			for (uint32_t b = 0; b < seg.nbuckets; b++)
+			{
+				PmhBucket  *bk = pmh_bucket(&seg, b);
+				uint64_t	valid = bk->commit & PMH_VALID_MASK;
+				int			hit = 0;
+
+				for (int i = 0; i < PMH_BUCKET_SLOTS && kind == 1; i++)
+				{
+					if ((valid >> i & 1) && bk->tid[i].offset == 0)
+					{
+						bk->tid[i] = pmh_tid_make(UINT32_C(0x7fffffff), 0);
+						hit = 1;
+					}
+				}
+				if (kind == 2 && (bk->commit & PMH_OVERFLOW_BIT))
+				{
+					bk->commit &= ~PMH_OVERFLOW_BIT;
+					hit = 1;
+				}
+				if (hit)
+					break;
+			}
+		}
+		else
+		{
+			uint64_t   *dir = (uint64_t *) (mt->live + mt->table.dir_unit * PMH_UNIT_SIZE);
+
+			dir[0] = pmh_desc_make(mt->units + 5, 3);
+		}
+		if (kind == 3)
+			err = memtable_attach(mt);
+		else
+			err = memtable_verify(mt, &live);
+		CHECK(err != NULL, "damaged %s not reported", what[kind]);
+		if (kind != 3)
+		{
+			for (uint64_t k = 0; k < m.n; k++)
+				memtable_lookup(mt, m.hash[k], got, &ngot, 4096);
+		}
+		memtable_destroy(mt);
+		model_free(&m);
+	}
+}
+
+typedef struct RaceState
+{
+	MemTable   *mt;
+	volatile int stop;
+	uint64_t	bad;
+	uint64_t	lookups;
+} RaceState;
+
+#define RACE_STABLE 2000		/* entries that are never deleted */
+#define RACE_KEYS	64			/* hashes of the churning entries */
+
+/* Hash of a race entry: stable entries spread, churning ones crowd together. */
+static uint32_t
+race_hash(uint64_t idx)
+{
+	if (idx < RACE_STABLE)
+		return mix(idx);
+	return 0x40000000u + (uint32_t) ((idx - RACE_STABLE) % RACE_KEYS) * 8;
+}
+
+/* Reader thread: stable entries are always found, no TID is torn. */
+static void *
+race_reader(void *arg)
+{
+	RaceState  *rs = arg;
+	PmhTid		got[4096];
+
+	while (!rs->stop)
+	{
+		/* half the lookups hit the churning hashes */
+		uint64_t	k = rnd() % 2 ? rnd() % RACE_STABLE : RACE_STABLE + rnd() % RACE_KEYS;
+		uint32_t	h = race_hash(k);
+		int			ngot;
+		int			found = 0;
+
+		memtable_lookup(rs->mt, h, got, &ngot, 4096);
+		for (int g = 0; g < ngot && g < 4096; g++)
+		{
+			uint64_t	idx = index_of(got[g]);
+
+			if (race_hash(idx) != h)
+				rs->bad++;
+			found |= idx == k;
+		}
+		if (k < RACE_STABLE && !found)
+			rs->bad++;
+		rs->lookups++;
+	}
+	return NULL;
+}
+
+/* Segments are never reused during the race, so readers stay safe. */
+static void
+leak_space(void *arg, uint64_t unit, uint64_t units)
+{
+	(void) arg;
+	(void) unit;
+	(void) units;
+}
+
+/*
+ * A lock-free reader races a writer that keeps deleting and reusing slots in
+ * the buckets the reader probes, and sometimes rebuilds the shard.
+ */
+static void
+test_reader_race(void)
+{
+	MemTable   *mt = memtable_create(0, 1 << 20, 0);
+	RaceState	rs = {mt, 0, 0, 0};
+	pthread_t	reader;
+	uint64_t	next = RACE_STABLE;
+
+	mt->ops.free_space = leak_space;
+	for (uint64_t k = 0; k < RACE_STABLE; k++)
+		memtable_insert(mt, race_hash(k), tid_of(k));
+	pthread_create(&reader, NULL, race_reader, &rs);
+	for (int round = 0; round < 60000; round++)
+	{
+		uint64_t	first = next;
+		PmhSegment	seg;
+
+		for (int j = 0; j < 40; j++, next++)
+			memtable_insert(mt, race_hash(next), tid_of(next));
+		pmh_table_segment(&mt->table, mt->mirror[0], &seg);
+		for (uint64_t d = first; d < next; d++)
+		{
+			if (pmh_delete(&seg, race_hash(d), tid_of(d), 0, &mt->persist))
+				mt->counts[0].entries--;
+		}
+		pmh_segment_count(&seg, &mt->counts[0]);
+		if (round % 2000 == 1999)
+			pmh_table_rebuild(&mt->table, 0, mt->mirror[0], NULL, 0, PMH_REBUILD_FILL, 0,
+							  &mt->counts[0]);
+	}
+	rs.stop = 1;
+	pthread_join(reader, NULL);
+	CHECK(rs.lookups > 1000, "reader made only %llu lookups", (unsigned long long) rs.lookups);
+	CHECK(rs.bad == 0, "%llu bad lookups out of %llu", (unsigned long long) rs.bad,
+		  (unsigned long long) rs.lookups);
+	memtable_destroy(mt);
+}
+
+typedef struct TestCase
+{
+	const char *name;
+	void		(*fn) (void);
+} TestCase;
+
+int
+main(void)
+{
+	TestCase	tests[] = {
+		{"match", test_match},
+		{"freemap", test_freemap},
+		{"unique_keys", test_unique_keys},
+		{"heavy_duplicates", test_heavy_duplicates},
+		{"mixed_duplicates", test_mixed_duplicates},
+		{"deletes", test_deletes},
+		{"clustered_hashes", test_clustered_hashes},
+		{"crashes", test_crashes},
+		{"damage", test_damage},
+		{"reader_race", test_reader_race},
+	};
+
+	printf("# hash comparison: %s\n", pmh_match_impl());
+	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++)
+	{
+		test_failed = 0;
+		tests[i].fn();
+		printf("%s %zu - core %s\n", test_failed ? "not ok" : "ok", i + 1, tests[i].name);
+		if (test_failed)
+			failed++;
+		else
+			passed++;
+	}
+	printf("1..%zu\n", sizeof(tests) / sizeof(tests[0]));
+	printf("core: %d passed, %d failed\n", passed, failed);
+	return failed ? 1 : 0;
+}
