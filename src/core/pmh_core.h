@@ -41,12 +41,17 @@ typedef enum PmhStatus
 
 /*
  * Persistence: flush writes a range back towards the persistence domain,
- * drain waits for all earlier flushes.  Either may be a no-op.
+ * drain orders it before later stores (per-entry changes), sync makes all
+ * flushed ranges durable now (structural changes: rebuilds, directory
+ * stores).  On DAX drain and sync are one fence; on an ordinary file drain
+ * is a no-op (the caller syncs at commit) and sync is msync.  Any may be
+ * NULL, meaning nothing to do; a NULL sync falls back to drain.
  */
 typedef struct PmhPersist
 {
 	void		(*flush) (void *arg, const void *addr, size_t len);
 	void		(*drain) (void *arg);
+	void		(*sync) (void *arg);
 	void	   *arg;
 } PmhPersist;
 

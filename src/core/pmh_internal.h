@@ -67,6 +67,16 @@ pmh_drain(const PmhPersist *p)
 		p->drain(p->arg);
 }
 
+/* Make every flushed range durable now. */
+static inline void
+pmh_sync(const PmhPersist *p)
+{
+	if (p && p->sync)
+		p->sync(p->arg);
+	else
+		pmh_drain(p);
+}
+
 /* Number of posting blocks of a segment, read from its header. */
 static inline uint32_t
 pmh_segment_nposting(const PmhSegment *seg)

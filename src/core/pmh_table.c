@@ -49,7 +49,7 @@ publish(const PmhTable *t, uint32_t shard, uint64_t desc)
 
 	pmh_store_release(&dir[shard], desc);
 	pmh_flush(t->persist, &dir[shard], sizeof(uint64_t));
-	pmh_drain(t->persist);
+	pmh_sync(t->persist);
 	t->ops->publish(t->ops->arg, shard, desc);
 }
 
@@ -125,7 +125,7 @@ pmh_table_rebuild(const PmhTable *t, uint32_t shard, uint64_t desc,
 		pmh_segment_write(dst, &layout, work, n, shard, t->shard_bits,
 						  t->file_generation, generation, lsn);
 		pmh_flush(t->persist, dst, pmh_layout_units(&layout) * PMH_UNIT_SIZE);
-		pmh_drain(t->persist);
+		pmh_sync(t->persist);
 		new_desc = pmh_desc_make(unit, layout.nbuckets);
 		pmh_table_segment(t, new_desc, &old);
 		pmh_segment_count(&old, counts);

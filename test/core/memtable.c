@@ -152,7 +152,7 @@ memtable_create(uint32_t shard_bits, uint64_t units, int shim)
 	mt->extents = calloc(nshards + 64, sizeof(PmhExtent));
 	pmh_freemap_init(&mt->freemap, mt->extents, nshards + 64);
 	mt->ops = (PmhTableOps) {mem_alloc, mem_free, space_alloc, space_free, publish, base, mt};
-	mt->persist = (PmhPersist) {shim_flush, shim_drain, mt};
+	mt->persist = (PmhPersist) {shim_flush, shim_drain, NULL, mt};
 
 	hdr = calloc(1, sizeof(PmhFileHeader));
 	pmh_header_init(hdr, 1663, 5, 16384, -1, 42, shard_bits, 0);

@@ -1,0 +1,50 @@
+# Makefile for pmhash (PGXS)
+
+EXTENSION = pmhash
+EXTVERSION = 0.1
+
+MODULE_big = pmhash
+OBJS = \
+	src/pmbuild.o \
+	src/pmcost.o \
+	src/pmdrop.o \
+	src/pmfile.o \
+	src/pmfuncs.o \
+	src/pmhash.o \
+	src/pminsert.o \
+	src/pmscan.o \
+	src/pmshard.o \
+	src/pmshmem.o \
+	src/pmvacuum.o \
+	src/pmvalidate.o \
+	src/core/pmh_alloc.o \
+	src/core/pmh_crc32c.o \
+	src/core/pmh_file.o \
+	src/core/pmh_lookup.o \
+	src/core/pmh_match.o \
+	src/core/pmh_modify.o \
+	src/core/pmh_rebuild.o \
+	src/core/pmh_table.o \
+	src/core/pmh_verify.o
+
+DATA = sql/$(EXTENSION)--$(EXTVERSION).sql
+PGFILEDESC = "pmhash - persistent hash index access method"
+
+PG_CPPFLAGS = -I$(srcdir)/src
+SHLIB_LINK = -lpmem
+
+REGRESS =
+REGRESS_OPTS = --inputdir=$(srcdir) --outputdir=$(CURDIR)
+
+PG_CONFIG ?= pg_config
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)
+
+# the core builds and is tested without PostgreSQL
+CORE_SRCS = $(wildcard $(srcdir)/src/core/*.c)
+test/core/test_core: $(srcdir)/test/core/test_core.c $(srcdir)/test/core/memtable.c $(CORE_SRCS)
+	$(CC) -std=gnu11 -O2 -g -Wall -Wextra -Werror -pthread -o $@ $^
+
+.PHONY: core-check
+core-check: test/core/test_core
+	./test/core/test_core

@@ -1,0 +1,49 @@
+-- Basic behaviour: build, probe, insert, delete, VACUUM, REINDEX, compared
+-- with a sequential scan of the same table.
+CREATE EXTENSION IF NOT EXISTS pmhash;
+CREATE TABLE basic (id int, k int8, s text);
+INSERT INTO basic SELECT i, i % 500, 'v' || (i % 700) FROM generate_series(1, 20000) i;
+INSERT INTO basic VALUES (-1, NULL, NULL);
+CREATE INDEX basic_k ON basic USING pmhash (k);
+CREATE INDEX basic_s ON basic USING pmhash (s);
+
+-- the planner uses the index for equality
+EXPLAIN (COSTS OFF) SELECT * FROM basic WHERE k = 42;
+SET enable_bitmapscan = off;
+EXPLAIN (COSTS OFF) SELECT * FROM basic WHERE k = 42;
+RESET enable_bitmapscan;
+
+-- a function comparing index scan, bitmap scan and seqscan for one value
+CREATE FUNCTION basic_check(v int8) RETURNS boolean LANGUAGE plpgsql AS $$
+DECLARE a int[]; b int[]; c int[];
+BEGIN
+  SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmapscan = off;
+  SELECT array_agg(id ORDER BY id) INTO a FROM basic WHERE k = v;
+  SET LOCAL enable_indexscan = off; SET LOCAL enable_bitmapscan = on;
+  SELECT array_agg(id ORDER BY id) INTO b FROM basic WHERE k = v;
+  SET LOCAL enable_bitmapscan = off; SET LOCAL enable_seqscan = on;
+  SELECT array_agg(id ORDER BY id) INTO c FROM basic WHERE k = v;
+  RETURN a IS NOT DISTINCT FROM c AND b IS NOT DISTINCT FROM c;
+END $$;
+SELECT count(*) FILTER (WHERE basic_check(v)) AS agree, count(*) AS probes
+FROM generate_series(-5, 505) v;
+
+-- NULLs are not indexed and "= NULL" finds nothing
+SELECT count(*) FROM basic WHERE k = NULL;
+SELECT pmhash_verify('basic_k');
+
+-- DML and VACUUM
+DELETE FROM basic WHERE id % 3 = 0;
+UPDATE basic SET k = k + 1000 WHERE id % 5 = 0;
+INSERT INTO basic SELECT i, i % 50, 'w' || i FROM generate_series(20001, 30000) i;
+VACUUM basic;
+SELECT count(*) FILTER (WHERE basic_check(v)) AS agree, count(*) AS probes
+FROM generate_series(-5, 1505) v;
+SELECT pmhash_verify('basic_k') = (SELECT count(k) FROM basic) AS verify_counts_rows;
+REINDEX INDEX basic_k;
+SELECT pmhash_verify('basic_k') = (SELECT count(k) FROM basic) AS verify_counts_rows;
+SELECT count(*) FROM basic WHERE s = 'v7';
+SELECT entries = (SELECT count(s) FROM basic) AS stats_entries, shards > 0 AS has_shards
+FROM pmhash_stats('basic_s');
+DROP TABLE basic;
+DROP FUNCTION basic_check(int8);

@@ -1,0 +1,386 @@
+/*-------------------------------------------------------------------------
+ *
+ * pmdrop.c
+ *	  Removing index files at the right moment: after the commit that drops
+ *	  or replaces an index, after the abort of the transaction that created
+ *	  one, and, for files left behind by a crash, by a background sweep.
+ *
+ * Core drops an index's main fork through its pending-delete list; just
+ * before commit we read that list and remove the matching files once the
+ * commit is done.  Files created by an aborted (sub)transaction are removed
+ * at its abort.  Temporary indexes are tracked by this backend and removed
+ * when their relation is gone, or when the session ends.  Any file whose
+ * main fork no longer exists is an orphan, which the file cleaner removes
+ * at startup and every minute; creation and the sweep are serialized so
+ * that a reused relfilenode never loses its new file.
+ *
+ * Copyright (c) 2026, pmhash developers
+ *
+ * IDENTIFICATION
+ *	  src/pmdrop.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "access/xact.h"
+#include "catalog/objectaccess.h"
+#include "catalog/pg_database.h"
+#include "catalog/storage.h"
+#include "common/relpath.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/fd.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "tcop/tcopprot.h"
+#include "utils/memutils.h"
+#include "utils/relfilenodemap.h"
+
+#include "pmhash.h"
+
+#define SWEEP_INTERVAL_MS	60000
+
+typedef struct TrackedFile
+{
+	PmhFileKey	key;
+	SubTransactionId subid;		/* creating subtransaction, while uncommitted */
+	char		path[MAXPGPATH];
+} TrackedFile;
+
+static List *created_files = NIL;	/* created by the current transaction */
+static List *temp_files = NIL;	/* temporary index files of this backend */
+static List *commit_unlinks = NIL;	/* to remove once the commit is done */
+static bool sweep_at_commit = false;
+static bool exit_callback_registered = false;
+static object_access_hook_type prev_object_access_hook = NULL;
+
+/* Remove an index file and everything that refers to it. */
+static void
+forget_and_unlink(const PmhFileKey *key, const char *path)
+{
+	pmh_forget_file(key);
+	pmh_drop_local(key);
+	pmh_unlink_file(path);
+}
+
+/* Stop tracking a temporary file. */
+static void
+untrack_temp(const PmhFileKey *key)
+{
+	ListCell   *lc;
+
+	foreach(lc, temp_files)
+	{
+		TrackedFile *tf = lfirst(lc);
+
+		if (memcmp(&tf->key, key, sizeof(PmhFileKey)) == 0)
+		{
+			temp_files = foreach_delete_current(temp_files, lc);
+			pfree(tf);
+			return;
+		}
+	}
+}
+
+/* At session end, remove the files of this session's temporary indexes. */
+static void
+remove_temp_files(int code, Datum arg)
+{
+	ListCell   *lc;
+
+	foreach(lc, temp_files)
+	{
+		TrackedFile *tf = lfirst(lc);
+
+		pmh_unlink_file(tf->path);
+	}
+	temp_files = NIL;
+}
+
+/* Track a file just created, so that an abort removes it. */
+void
+pmh_remember_created(const PmhFileKey *key, const char *path)
+{
+	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+	TrackedFile *tf = palloc(sizeof(TrackedFile));
+
+	tf->key = *key;
+	tf->subid = GetCurrentSubTransactionId();
+	strlcpy(tf->path, path, MAXPGPATH);
+	created_files = lappend(created_files, tf);
+	if (key->backend != InvalidBackendId)
+	{
+		TrackedFile *copy = palloc(sizeof(TrackedFile));
+
+		*copy = *tf;
+		temp_files = lappend(temp_files, copy);
+		if (!exit_callback_registered)
+		{
+			before_shmem_exit(remove_temp_files, 0);
+			exit_callback_registered = true;
+		}
+	}
+	MemoryContextSwitchTo(old);
+}
+
+/* Queue a file for removal after commit. */
+static void
+unlink_after_commit(const PmhFileKey *key, const char *path)
+{
+	MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
+	TrackedFile *tf = palloc(sizeof(TrackedFile));
+
+	tf->key = *key;
+	strlcpy(tf->path, path, MAXPGPATH);
+	commit_unlinks = lappend(commit_unlinks, tf);
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * Just before commit: the files of relations whose storage the commit
+ * drops (DROP, TRUNCATE, REINDEX, VACUUM FULL, ...) are removed after it.
+ */
+static void
+collect_commit_unlinks(void)
+{
+	RelFileNode *nodes;
+	int			nnodes = smgrGetPendingDeletes(true, &nodes);
+	ListCell   *lc;
+
+	for (int i = 0; i < nnodes; i++)
+	{
+		PmhFileKey	key;
+		char		path[MAXPGPATH];
+		struct stat st;
+
+		memset(&key, 0, sizeof(key));
+		key.node = nodes[i];
+		key.backend = InvalidBackendId;
+		pmh_file_path(&key, path);
+		if (stat(path, &st) == 0)
+			unlink_after_commit(&key, path);
+	}
+	if (nnodes > 0)
+		pfree(nodes);
+
+	/* temporary indexes whose relfilenode no longer belongs to a relation */
+	foreach(lc, temp_files)
+	{
+		TrackedFile *tf = lfirst(lc);
+		Oid			spc = tf->key.node.spcNode == MyDatabaseTableSpace ? InvalidOid :
+			tf->key.node.spcNode;
+
+		if (!OidIsValid(RelidByRelfilenode(spc, tf->key.node.relNode)))
+			unlink_after_commit(&tf->key, tf->path);
+	}
+}
+
+/* Remove the files created by a subtransaction (or, with subid 0, all). */
+static void
+remove_created(SubTransactionId subid)
+{
+	ListCell   *lc;
+
+	foreach(lc, created_files)
+	{
+		TrackedFile *tf = lfirst(lc);
+
+		if (subid != InvalidSubTransactionId && tf->subid != subid)
+			continue;
+		if (tf->key.backend != InvalidBackendId)
+			untrack_temp(&tf->key);
+		forget_and_unlink(&tf->key, tf->path);
+		created_files = foreach_delete_current(created_files, lc);
+		pfree(tf);
+	}
+}
+
+/* Forget the creation records of a finished transaction. */
+static void
+clear_created(void)
+{
+	list_free_deep(created_files);
+	created_files = NIL;
+}
+
+/* Transaction callback. */
+static void
+xact_callback(XactEvent event, void *arg)
+{
+	ListCell   *lc;
+
+	switch (event)
+	{
+		case XACT_EVENT_PRE_COMMIT:
+			pmh_sync_all_dirty();
+			collect_commit_unlinks();
+			break;
+		case XACT_EVENT_PRE_PREPARE:
+			pmh_sync_all_dirty();
+			break;
+		case XACT_EVENT_COMMIT:
+			foreach(lc, commit_unlinks)
+			{
+				TrackedFile *tf = lfirst(lc);
+
+				if (tf->key.backend != InvalidBackendId)
+					untrack_temp(&tf->key);
+				forget_and_unlink(&tf->key, tf->path);
+			}
+			commit_unlinks = NIL;
+			clear_created();
+			if (sweep_at_commit)
+				pmh_sweep_orphans(DEBUG1);
+			sweep_at_commit = false;
+			break;
+		case XACT_EVENT_PREPARE:
+			commit_unlinks = NIL;
+			clear_created();
+			sweep_at_commit = false;
+			break;
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+			pmh_leave_all();
+			remove_created(InvalidSubTransactionId);
+			commit_unlinks = NIL;
+			sweep_at_commit = false;
+			break;
+		default:
+			break;
+	}
+}
+
+/* Subtransaction callback. */
+static void
+subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+				 SubTransactionId parentSubid, void *arg)
+{
+	ListCell   *lc;
+
+	switch (event)
+	{
+		case SUBXACT_EVENT_ABORT_SUB:
+			pmh_leave_all();
+			remove_created(mySubid);
+			break;
+		case SUBXACT_EVENT_COMMIT_SUB:
+			foreach(lc, created_files)
+			{
+				TrackedFile *tf = lfirst(lc);
+
+				if (tf->subid == mySubid)
+					tf->subid = parentSubid;
+			}
+			break;
+		default:
+			break;
+	}
+}
+
+/* Object access hook: a dropped database leaves orphans to sweep at commit. */
+static void
+object_access(ObjectAccessType access, Oid classId, Oid objectId, int subId, void *arg)
+{
+	if (prev_object_access_hook)
+		prev_object_access_hook(access, classId, objectId, subId, arg);
+	if (access == OAT_DROP && classId == DatabaseRelationId)
+		sweep_at_commit = true;
+}
+
+/* Register the callbacks (from _PG_init, inherited by every backend). */
+void
+pmh_drop_init(void)
+{
+	RegisterXactCallback(xact_callback, NULL);
+	RegisterSubXactCallback(subxact_callback, NULL);
+	prev_object_access_hook = object_access_hook;
+	object_access_hook = object_access;
+}
+
+/* Parse an index file name into its identity; false if it is not one. */
+static bool
+parse_file_name(const char *name, PmhFileKey *key)
+{
+	int			backend;
+	Oid			spc;
+	Oid			db;
+	Oid			rel;
+	char		tail[8];
+
+	memset(key, 0, sizeof(PmhFileKey));
+	if (sscanf(name, "t%d_%u_%u_%u.%7s", &backend, &spc, &db, &rel, tail) == 5 &&
+		strcmp(tail, "pmh") == 0)
+		key->backend = backend;
+	else if (sscanf(name, "%u_%u_%u.%7s", &spc, &db, &rel, tail) == 4 &&
+			 strcmp(tail, "pmh") == 0)
+		key->backend = InvalidBackendId;
+	else
+		return false;
+	key->node.spcNode = spc;
+	key->node.dbNode = db;
+	key->node.relNode = rel;
+	return true;
+}
+
+/* Remove index files whose main fork is gone. */
+void
+pmh_sweep_orphans(int elevel)
+{
+	DIR		   *dir = AllocateDir(pmhash_directory);
+	struct dirent *de;
+
+	if (dir == NULL)
+		return;
+	while ((de = ReadDirExtended(dir, pmhash_directory, LOG)) != NULL)
+	{
+		PmhFileKey	key;
+		char	   *main_fork;
+		char		path[MAXPGPATH];
+		struct stat st;
+
+		if (!parse_file_name(de->d_name, &key))
+			continue;
+		main_fork = relpathbackend(key.node, key.backend, MAIN_FORKNUM);
+		LWLockAcquire(pmh_file_lock(), LW_EXCLUSIVE);
+		if (stat(main_fork, &st) != 0 && errno == ENOENT)
+		{
+			pmh_file_path(&key, path);
+			if (unlink(path) == 0)
+				ereport(elevel,
+						(errmsg("removed orphaned pmhash file \"%s\"", path)));
+		}
+		LWLockRelease(pmh_file_lock());
+		pfree(main_fork);
+	}
+	FreeDir(dir);
+}
+
+/* The file cleaner: sweep at startup, then every minute. */
+void
+pmhash_worker_main(Datum arg)
+{
+	pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	BackgroundWorkerUnblockSignals();
+
+	for (;;)
+	{
+		pmh_sweep_orphans(LOG);
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 SWEEP_INTERVAL_MS, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		if (ShutdownRequestPending)
+			proc_exit(0);
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+	}
+}

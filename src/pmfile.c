@@ -1,0 +1,804 @@
+/*-------------------------------------------------------------------------
+ *
+ * pmfile.c
+ *	  Index files: naming, creation, mapping, attaching to shared memory,
+ *	  the metapage, persistence and file-space allocation.
+ *
+ * Each index has a small ordinary main fork whose block 0 is a metapage
+ * recording the build generation of its pmhash file; core's transactional
+ * storage carries the main fork through DROP, TRUNCATE, REINDEX and
+ * recovery, and the file is named after the main fork's relfilenode.  A
+ * file whose header does not match its metapage is reported as damaged.
+ *
+ * Persistence: on DAX (is_pmem) every change is flushed and fenced as the
+ * core orders it.  On an ordinary file, per-entry changes are collected as
+ * dirty page ranges and msync'ed when the transaction commits, and
+ * structural changes (rebuilds, directory stores, VACUUM) are msync'ed at
+ * once.  Temporary indexes are never synced.
+ *
+ * Copyright (c) 2026, pmhash developers
+ *
+ * IDENTIFICATION
+ *	  src/pmfile.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <fcntl.h>
+#include <libpmem.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "access/xloginsert.h"
+#include "common/pg_prng.h"
+#include "miscadmin.h"
+#include "storage/bufmgr.h"
+#include "storage/fd.h"
+#include "storage/smgr.h"
+#include "utils/builtins.h"
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+
+#include "pmhash.h"
+
+#define INITIAL_SPARE_UNITS		64		/* room after the directory at creation */
+#define LARGE_GROWTH_UNITS		8192	/* growth granularity of large files: 2 MiB */
+#define SMALL_GROWTH_UNITS		64		/* growth granularity of small files: 16 kB */
+
+static HTAB *local_indexes = NULL;
+static uint64 forget_seen = 0;
+static bool any_dirty = false;
+
+static void map_file(PmhIndex *ix, const char *path, Relation index);
+
+/* The file identity of an index relation. */
+void
+pmh_file_key(Relation index, PmhFileKey *key)
+{
+	memset(key, 0, sizeof(PmhFileKey));
+	key->node = index->rd_node;
+	key->backend = index->rd_backend;
+}
+
+/* Path of an index file: named after the relfilenode, in pmhash.directory. */
+void
+pmh_file_path(const PmhFileKey *key, char *path)
+{
+	if (key->backend == InvalidBackendId)
+		snprintf(path, MAXPGPATH, "%s/%u_%u_%u.pmh", pmhash_directory,
+				 key->node.spcNode, key->node.dbNode, key->node.relNode);
+	else
+		snprintf(path, MAXPGPATH, "%s/t%d_%u_%u_%u.pmh", pmhash_directory,
+				 key->backend, key->node.spcNode, key->node.dbNode, key->node.relNode);
+}
+
+/* Report a damaged index; the hint says how to repair it. */
+void
+pmh_raise_damaged(Relation index, const char *detail)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INDEX_CORRUPTED),
+			 errmsg("pmhash index \"%s\" is damaged", RelationGetRelationName(index)),
+			 errdetail("%s", detail),
+			 errhint("Rebuild the index with REINDEX INDEX %s.",
+					 quote_identifier(RelationGetRelationName(index)))));
+}
+
+/* The backend-local entry of a file, created empty if new. */
+static PmhIndex *
+local_entry(const PmhFileKey *key)
+{
+	PmhIndex   *ix;
+	bool		found;
+
+	if (local_indexes == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(PmhFileKey);
+		ctl.entrysize = sizeof(PmhIndex);
+		ctl.hcxt = TopMemoryContext;
+		local_indexes = hash_create("pmhash local indexes", 64, &ctl,
+									HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	ix = hash_search(local_indexes, key, HASH_ENTER, &found);
+	if (!found)
+	{
+		memset((char *) ix + sizeof(PmhFileKey), 0, sizeof(PmhIndex) - sizeof(PmhFileKey));
+		ix->key = *key;
+	}
+	return ix;
+}
+
+/* Unmap a local entry's file. */
+static void
+unmap_local(PmhIndex *ix)
+{
+	if (ix->base)
+		pmem_unmap(ix->base, ix->mapped_len);
+	ix->base = NULL;
+	ix->mapped_len = 0;
+	ix->slot = NULL;
+	ix->ndirty = 0;
+}
+
+/* Forget this backend's mapping of a file. */
+void
+pmh_drop_local(const PmhFileKey *key)
+{
+	PmhIndex   *ix;
+
+	if (local_indexes == NULL)
+		return;
+	ix = hash_search(local_indexes, key, HASH_FIND, NULL);
+	if (ix == NULL)
+		return;
+	unmap_local(ix);
+	if (ix->dirty)
+		pfree(ix->dirty);
+	hash_search(local_indexes, key, HASH_REMOVE, NULL);
+}
+
+/* Unmap files whose slots were released (dropped or evicted indexes). */
+static void
+prune_locals(void)
+{
+	HASH_SEQ_STATUS status;
+	PmhIndex   *ix;
+	uint64		counter = pmh_forget_counter();
+
+	if (counter == forget_seen || local_indexes == NULL)
+		return;
+	forget_seen = counter;
+	hash_seq_init(&status, local_indexes);
+	while ((ix = hash_seq_search(&status)) != NULL)
+	{
+		if (ix->slot == NULL || ix->slot->slot_gen != ix->slot_gen ||
+			ix->slot->state != PMH_SLOT_READY)
+			unmap_local(ix);
+	}
+}
+
+/* Flush callback on DAX. */
+static void
+pmem_path_flush(void *arg, const void *addr, size_t len)
+{
+	pmem_flush(addr, len);
+}
+
+/* Drain callback on DAX. */
+static void
+pmem_path_drain(void *arg)
+{
+	pmem_drain();
+}
+
+/* Flush callback on an ordinary file: remember the dirty pages. */
+static void
+msync_path_flush(void *arg, const void *addr, size_t len)
+{
+	PmhIndex   *ix = arg;
+	uint64		page = (uint64) sysconf(_SC_PAGESIZE);
+	uint64		start = (uint64) ((const char *) addr - ix->base) / page * page;
+	uint64		end = ((uint64) ((const char *) addr - ix->base) + len + page - 1) / page * page;
+
+	if (ix->ndirty > 0)
+	{
+		uint64	   *last = &ix->dirty[2 * (ix->ndirty - 1)];
+
+		if (start >= last[0] && start <= last[1])
+		{
+			last[1] = Max(last[1], end);
+			return;
+		}
+	}
+	if (ix->ndirty == ix->maxdirty)
+	{
+		if (ix->maxdirty >= 1024)
+			pmh_sync_dirty(ix);
+		else
+		{
+			ix->maxdirty = Max(16, ix->maxdirty * 2);
+			ix->dirty = ix->dirty ?
+				repalloc(ix->dirty, 2 * ix->maxdirty * sizeof(uint64)) :
+				MemoryContextAlloc(TopMemoryContext, 2 * ix->maxdirty * sizeof(uint64));
+		}
+	}
+	ix->dirty[2 * ix->ndirty] = start;
+	ix->dirty[2 * ix->ndirty + 1] = end;
+	ix->ndirty++;
+	any_dirty = true;
+}
+
+/* Sync callback on an ordinary file: msync what was dirtied. */
+static void
+msync_path_sync(void *arg)
+{
+	pmh_sync_dirty((PmhIndex *) arg);
+}
+
+/* msync the dirty ranges of one file. */
+void
+pmh_sync_dirty(PmhIndex *ix)
+{
+	for (int i = 0; i < ix->ndirty; i++)
+	{
+		uint64		start = ix->dirty[2 * i];
+		uint64		end = Min(ix->dirty[2 * i + 1], ix->mapped_len);
+
+		if (end > start && pmem_msync(ix->base + start, end - start) != 0)
+			ereport(ERROR,
+					(errcode_for_file_access(),
+					 errmsg("could not sync pmhash file \"%s\": %m", ix->slot->path)));
+	}
+	ix->ndirty = 0;
+}
+
+/* msync every file this backend dirtied (at commit). */
+void
+pmh_sync_all_dirty(void)
+{
+	HASH_SEQ_STATUS status;
+	PmhIndex   *ix;
+
+	if (!any_dirty || local_indexes == NULL)
+		return;
+	hash_seq_init(&status, local_indexes);
+	while ((ix = hash_seq_search(&status)) != NULL)
+	{
+		if (ix->ndirty > 0 && ix->base != NULL)
+			pmh_sync_dirty(ix);
+	}
+	any_dirty = false;
+}
+
+/* Make a deferred (bulk-built) file durable as a whole. */
+void
+pmh_finish_deferred(PmhIndex *ix)
+{
+	ix->deferred = false;
+	ix->persist.flush = NULL;
+	ix->persist.drain = NULL;
+	ix->persist.sync = NULL;
+	if (ix->durable)
+	{
+		if (ix->is_pmem)
+		{
+			pmem_persist(ix->base, ix->mapped_len);
+			ix->persist = (PmhPersist) {pmem_path_flush, pmem_path_drain, pmem_path_drain, ix};
+		}
+		else
+		{
+			if (pmem_msync(ix->base, ix->mapped_len) != 0)
+				ereport(ERROR,
+						(errcode_for_file_access(),
+						 errmsg("could not sync pmhash file \"%s\": %m", ix->slot->path)));
+			ix->persist = (PmhPersist) {msync_path_flush, NULL, msync_path_sync, ix};
+		}
+	}
+}
+
+/* Make sure the mapping covers the file up to end_unit, remapping if it grew. */
+void
+pmh_ensure_mapped(PmhIndex *ix, uint64 end_unit)
+{
+	if (end_unit * PMH_UNIT_SIZE <= ix->mapped_len)
+		return;
+	map_file(ix, ix->slot->path, NULL);
+	if (end_unit * PMH_UNIT_SIZE > ix->mapped_len)
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("pmhash file \"%s\" is shorter than its directory says",
+						ix->slot->path),
+				 errhint("REINDEX the index.")));
+}
+
+/* Map (or remap) a file into this backend. */
+static void
+map_file(PmhIndex *ix, const char *path, Relation index)
+{
+	size_t		len;
+	int			is_pmem;
+	char	   *base;
+
+	base = pmem_map_file(path, 0, 0, 0, &len, &is_pmem);
+	if (base == NULL)
+	{
+		int			save_errno = errno;
+
+		errno = save_errno;
+		if (index)
+			ereport(ERROR,
+					(errcode_for_file_access(),
+					 errmsg("could not open file \"%s\" of pmhash index \"%s\": %m",
+							path, RelationGetRelationName(index)),
+					 errhint("Rebuild the index with REINDEX INDEX %s.",
+							 quote_identifier(RelationGetRelationName(index)))));
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not map pmhash file \"%s\": %m", path)));
+	}
+	if (ix->base)
+		pmem_unmap(ix->base, ix->mapped_len);
+	ix->base = base;
+	ix->mapped_len = len;
+	ix->is_pmem = is_pmem;
+}
+
+/* Table callback: working memory. */
+static void *
+ops_alloc_memory(void *arg, size_t size)
+{
+	return palloc_extended(size, MCXT_ALLOC_HUGE);
+}
+
+/* Table callback: free working memory. */
+static void
+ops_free_memory(void *arg, void *ptr)
+{
+	pfree(ptr);
+}
+
+/* Free retired segments that no reader can see any more (allocation lock held). */
+static void
+reclaim_retired(PmhSlot *slot)
+{
+	int			keep = 0;
+
+	for (int i = 0; i < slot->nretired; i++)
+	{
+		PmhRetired *r = &slot->retired[i];
+
+		if (pmh_readers_done(r->epoch))
+		{
+			if (pmh_freemap_release(&slot->freemap, r->unit, r->units) != 0)
+				elog(WARNING, "pmhash file \"%s\": segment at unit " UINT64_FORMAT " freed twice",
+					 slot->path, r->unit);
+		}
+		else
+			slot->retired[keep++] = *r;
+	}
+	slot->nretired = keep;
+}
+
+/* Grow a file so that units more units fit, and add the space to the free map. */
+static void
+grow_file(PmhSlot *slot, uint64 units)
+{
+	uint64		cur = pg_atomic_read_u64(&slot->file_units);
+	uint64		want = Max(cur + units, cur + cur / 2);
+	uint64		step = want >= 8 * LARGE_GROWTH_UNITS ? LARGE_GROWTH_UNITS : SMALL_GROWTH_UNITS;
+	int			fd;
+	int			rc;
+
+	want = (want + step - 1) / step * step;
+	fd = OpenTransientFile(slot->path, O_RDWR | PG_BINARY);
+	if (fd < 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not open pmhash file \"%s\": %m", slot->path)));
+	rc = posix_fallocate(fd, 0, (off_t) (want * PMH_UNIT_SIZE));
+	if (rc == EOPNOTSUPP || rc == EINVAL)
+		rc = ftruncate(fd, (off_t) (want * PMH_UNIT_SIZE)) == 0 ? 0 : errno;
+	CloseTransientFile(fd);
+	if (rc != 0)
+	{
+		errno = rc;
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not extend pmhash file \"%s\" to %llu bytes: %m",
+						slot->path, (unsigned long long) (want * PMH_UNIT_SIZE)),
+				 errhint("Free some space on the file system of pmhash.directory.")));
+	}
+	pg_atomic_write_u64(&slot->file_units, want);
+	pmh_freemap_release(&slot->freemap, cur, want - cur);
+}
+
+/* Table callback: file space for a new segment. */
+static uint64
+ops_alloc_space(void *arg, uint64 units)
+{
+	PmhIndex   *ix = arg;
+	PmhSlot    *slot = ix->slot;
+	uint64		unit;
+
+	LWLockAcquire(pmh_alloc_lock(slot), LW_EXCLUSIVE);
+	reclaim_retired(slot);
+	unit = pmh_freemap_alloc(&slot->freemap, units);
+	if (unit == 0)
+	{
+		grow_file(slot, units);
+		unit = pmh_freemap_alloc(&slot->freemap, units);
+	}
+	LWLockRelease(pmh_alloc_lock(slot));
+	if (unit != 0)
+		pmh_ensure_mapped(ix, unit + units);
+	return unit;
+}
+
+/*
+ * Table callback: a segment is no longer published.  It is freed once every
+ * reader that might have seen it is done; this never waits.
+ */
+static void
+ops_free_space(void *arg, uint64 unit, uint64 units)
+{
+	PmhSlot    *slot = ((PmhIndex *) arg)->slot;
+	uint64		epoch = pmh_retire_epoch();
+
+	LWLockAcquire(pmh_alloc_lock(slot), LW_EXCLUSIVE);
+	reclaim_retired(slot);
+	if (slot->nretired == PMHASH_MAX_RETIRED)
+	{
+		/* a reader is stuck: leave the oldest segment to the next attach */
+		memmove(&slot->retired[0], &slot->retired[1],
+				(PMHASH_MAX_RETIRED - 1) * sizeof(PmhRetired));
+		slot->nretired--;
+	}
+	slot->retired[slot->nretired].unit = unit;
+	slot->retired[slot->nretired].units = units;
+	slot->retired[slot->nretired].epoch = epoch;
+	slot->nretired++;
+	LWLockRelease(pmh_alloc_lock(slot));
+}
+
+/* Table callback: show a new descriptor to readers. */
+static void
+ops_publish(void *arg, uint32 shard, uint64 desc)
+{
+	pg_atomic_write_u64(&((PmhIndex *) arg)->slot->shards[shard].desc, desc);
+}
+
+/* Table callback: current mapping. */
+static char *
+ops_base(void *arg)
+{
+	return ((PmhIndex *) arg)->base;
+}
+
+/* Set up the core table view and persistence of a mapped, attached file. */
+static void
+setup_table(PmhIndex *ix)
+{
+	PmhFileHeader *hdr = (PmhFileHeader *) ix->base;
+
+	ix->durable = ix->slot->durable;
+	ix->ops = (PmhTableOps) {ops_alloc_memory, ops_free_memory, ops_alloc_space,
+		ops_free_space, ops_publish, ops_base, ix};
+	if (!ix->durable || ix->deferred)
+		ix->persist = (PmhPersist) {NULL, NULL, NULL, ix};
+	else if (ix->is_pmem)
+		ix->persist = (PmhPersist) {pmem_path_flush, pmem_path_drain, pmem_path_drain, ix};
+	else
+		ix->persist = (PmhPersist) {msync_path_flush, NULL, msync_path_sync, ix};
+	ix->table.ops = &ix->ops;
+	ix->table.persist = &ix->persist;
+	ix->table.shard_bits = hdr->shard_bits;
+	ix->table.file_generation = hdr->build_generation;
+	ix->table.dir_unit = hdr->dir_unit;
+}
+
+/* Read and check the metapage of an index. */
+void
+pmh_read_meta(Relation index, PmhashMetaData *meta)
+{
+	Buffer		buf;
+	Page		page;
+	PmhashPageOpaqueData *opaque;
+	PmhashMetaData *m;
+
+	if (RelationGetNumberOfBlocks(index) == 0)
+		pmh_raise_damaged(index, "The index has no metapage.");
+	buf = ReadBuffer(index, PMHASH_META_BLKNO);
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	page = BufferGetPage(buf);
+	opaque = (PmhashPageOpaqueData *) PageGetSpecialPointer(page);
+	m = (PmhashMetaData *) PageGetContents(page);
+	if (PageIsNew(page) || PageGetSpecialSize(page) != MAXALIGN(sizeof(PmhashPageOpaqueData)) ||
+		opaque->page_id != PMHASH_PAGE_ID || m->magic != PMHASH_META_MAGIC ||
+		m->version != PMHASH_META_VERSION || m->shard_bits > PMH_MAX_SHARD_BITS)
+	{
+		UnlockReleaseBuffer(buf);
+		pmh_raise_damaged(index, "The metapage is not a pmhash metapage.");
+	}
+	memcpy(meta, m, sizeof(PmhashMetaData));
+	UnlockReleaseBuffer(buf);
+}
+
+/* Lay out a metapage in a page image. */
+static void
+fill_meta_page(Page page, const PmhashMetaData *meta)
+{
+	PmhashPageOpaqueData *opaque;
+
+	PageInit(page, BLCKSZ, sizeof(PmhashPageOpaqueData));
+	opaque = (PmhashPageOpaqueData *) PageGetSpecialPointer(page);
+	opaque->page_id = PMHASH_PAGE_ID;
+	memcpy(PageGetContents(page), meta, sizeof(PmhashMetaData));
+	((PageHeader) page)->pd_lower = (PageGetContents(page) + sizeof(PmhashMetaData)) - (char *) page;
+}
+
+/*
+ * Write the metapage of a fork: the main fork through shared buffers, the
+ * init fork of an unlogged index directly (as contrib/bloom does).
+ */
+void
+pmh_write_meta(Relation index, ForkNumber fork, const PmhashMetaData *meta)
+{
+	if (fork == MAIN_FORKNUM)
+	{
+		Buffer		buf;
+
+		if (RelationGetNumberOfBlocks(index) == 0)
+			buf = ReadBufferExtended(index, MAIN_FORKNUM, P_NEW, RBM_NORMAL, NULL);
+		else
+			buf = ReadBuffer(index, PMHASH_META_BLKNO);
+		Assert(BufferGetBlockNumber(buf) == PMHASH_META_BLKNO);
+		LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+		START_CRIT_SECTION();
+		fill_meta_page(BufferGetPage(buf), meta);
+		MarkBufferDirty(buf);
+		if (RelationNeedsWAL(index))
+			log_newpage_buffer(buf, true);
+		END_CRIT_SECTION();
+		UnlockReleaseBuffer(buf);
+	}
+	else
+	{
+		PGAlignedBlock block;
+
+		fill_meta_page(block.data, meta);
+		PageSetChecksumInplace(block.data, PMHASH_META_BLKNO);
+		smgrwrite(RelationGetSmgr(index), fork, PMHASH_META_BLKNO, block.data, true);
+		log_newpage(&(RelationGetSmgr(index))->smgr_rnode.node, fork,
+					PMHASH_META_BLKNO, block.data, true);
+		smgrimmedsync(RelationGetSmgr(index), fork);
+	}
+}
+
+/* Create the directory of index files if it does not exist. */
+static void
+ensure_directory(void)
+{
+	if (MakePGDirectory(pmhash_directory) != 0 && errno != EEXIST)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not create pmhash directory \"%s\": %m", pmhash_directory)));
+}
+
+/* Create a fresh, empty index file with its header and an empty directory. */
+static void
+create_file(const PmhFileKey *key, const char *path, uint32 shard_bits,
+			uint64 generation, bool durable)
+{
+	PmhFileHeader hdr;
+	uint32		flags = key->backend != InvalidBackendId ? PMH_FILE_TEMP : 0;
+	size_t		len;
+	int			is_pmem;
+	char	   *base;
+
+	ensure_directory();
+	LWLockAcquire(pmh_file_lock(), LW_EXCLUSIVE);
+	if (unlink(path) != 0 && errno != ENOENT)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not remove old pmhash file \"%s\": %m", path)));
+	pmh_header_init(&hdr, key->node.spcNode, key->node.dbNode, key->node.relNode,
+					key->backend == InvalidBackendId ? -1 : key->backend,
+					generation, shard_bits, flags);
+	len = (hdr.data_unit + INITIAL_SPARE_UNITS) * PMH_UNIT_SIZE;
+	base = pmem_map_file(path, len, PMEM_FILE_CREATE | PMEM_FILE_EXCL, 0600, &len, &is_pmem);
+	LWLockRelease(pmh_file_lock());
+	if (base == NULL)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not create pmhash file \"%s\": %m", path),
+				 errhint("Check that pmhash.directory (\"%s\") is writable and has free space.",
+						 pmhash_directory)));
+	memcpy(base, &hdr, sizeof(hdr));
+	if (durable)
+	{
+		if (is_pmem)
+			pmem_persist(base, len);
+		else if (pmem_msync(base, len) != 0)
+		{
+			int			save_errno = errno;
+
+			pmem_unmap(base, len);
+			errno = save_errno;
+			ereport(ERROR,
+					(errcode_for_file_access(),
+					 errmsg("could not sync pmhash file \"%s\": %m", path)));
+		}
+	}
+	pmem_unmap(base, len);
+	if (durable)
+		fsync_fname(pmhash_directory, true);
+	pmh_remember_created(key, path);
+}
+
+/* A random, nonzero build generation. */
+static uint64
+new_generation(void)
+{
+	uint64		gen = 0;
+
+	while (gen == 0)
+	{
+		if (!pg_strong_random(&gen, sizeof(gen)))
+			gen = pg_prng_uint64(&pg_global_prng_state);
+	}
+	return gen;
+}
+
+/* Metapage contents for a file. */
+static void
+make_meta(PmhashMetaData *meta, uint64 generation, uint32 shard_bits, uint32 flags)
+{
+	memset(meta, 0, sizeof(PmhashMetaData));
+	meta->magic = PMHASH_META_MAGIC;
+	meta->version = PMHASH_META_VERSION;
+	meta->build_generation = generation;
+	meta->shard_bits = shard_bits;
+	meta->flags = flags;
+	strlcpy(meta->directory, pmhash_directory, MAXPGPATH);
+}
+
+/*
+ * Attach a file to shared memory (or find it attached) and map it.  Called
+ * without an announcement of ours, so that waiting for readers is safe.
+ */
+static void
+attach(Relation index, PmhIndex *ix)
+{
+	PmhashMetaData meta;
+	PmhFileHeader *hdr;
+	PmhSlot    *slot;
+	char		path[MAXPGPATH];
+	char		msg[256];
+	const char *err;
+
+	pmh_file_path(&ix->key, path);
+	LWLockAcquire(pmh_slot_table_lock(), LW_EXCLUSIVE);
+	slot = pmh_slot_find(&ix->key);
+	if (slot != NULL)
+	{
+		if (ix->slot != slot || ix->slot_gen != slot->slot_gen || ix->base == NULL)
+		{
+			map_file(ix, path, index);
+			ix->slot = slot;
+			ix->slot_gen = slot->slot_gen;
+			setup_table(ix);
+		}
+		LWLockRelease(pmh_slot_table_lock());
+		return;
+	}
+
+	pmh_read_meta(index, &meta);
+	if (meta.flags & PMHASH_META_INIT_FORK)
+	{
+		/* an unlogged index reset by crash recovery: start an empty file */
+		make_meta(&meta, new_generation(), meta.shard_bits, 0);
+		create_file(&ix->key, path, meta.shard_bits, meta.build_generation, true);
+		pmh_write_meta(index, MAIN_FORKNUM, &meta);
+	}
+	map_file(ix, path, index);
+	hdr = (PmhFileHeader *) ix->base;
+	err = pmh_header_check(hdr, ix->mapped_len / PMH_UNIT_SIZE);
+	if (err == NULL &&
+		(hdr->spc_oid != ix->key.node.spcNode || hdr->db_oid != ix->key.node.dbNode ||
+		 hdr->rel_node != ix->key.node.relNode))
+		err = "The file belongs to another relation; it was copied or moved.";
+	if (err == NULL && hdr->build_generation != meta.build_generation)
+		err = "The file does not belong to this build of the index.";
+	if (err)
+	{
+		snprintf(msg, sizeof(msg), "File \"%s\": %s", path, err);
+		unmap_local(ix);
+		pmh_raise_damaged(index, msg);
+	}
+
+	slot = pmh_slot_assign(&ix->key, hdr->shard_bits);
+	slot->build_generation = hdr->build_generation;
+	slot->durable = ix->key.backend == InvalidBackendId;
+	strlcpy(slot->path, path, MAXPGPATH);
+	pg_atomic_write_u64(&slot->file_units, ix->mapped_len / PMH_UNIT_SIZE);
+	ix->slot = slot;
+	setup_table(ix);
+	err = pmh_table_attach(&ix->table, ix->mapped_len / PMH_UNIT_SIZE, &slot->freemap,
+						   pmh_attach_visit, slot, msg, sizeof(msg));
+	if (err)
+	{
+		pmh_slot_release(slot);
+		unmap_local(ix);
+		pmh_raise_damaged(index, err);
+	}
+	slot->state = PMH_SLOT_READY;
+	ix->slot_gen = slot->slot_gen;
+	LWLockRelease(pmh_slot_table_lock());
+}
+
+/* Attach callback: fill a shard's mirror and counters. */
+void
+pmh_attach_visit(void *arg, uint32 shard, uint64 desc, const PmhCounts *counts)
+{
+	PmhSlot    *slot = arg;
+
+	pg_atomic_write_u64(&slot->shards[shard].desc, desc);
+	slot->shards[shard].counts = *counts;
+}
+
+/*
+ * Open an index for one operation: returns its local state with this
+ * backend announced as a reader.  The caller must pmh_leave() when done.
+ */
+PmhIndex *
+pmh_open(Relation index)
+{
+	PmhFileKey	key;
+	PmhIndex   *ix;
+
+	pmhash_check_preloaded();
+	pmh_file_key(index, &key);
+	prune_locals();
+	ix = local_entry(&key);
+	for (;;)
+	{
+		pmh_enter();
+		if (ix->slot != NULL && ix->base != NULL &&
+			ix->slot->slot_gen == ix->slot_gen && ix->slot->state == PMH_SLOT_READY)
+			return ix;
+		pmh_leave();
+		attach(index, ix);
+	}
+}
+
+/*
+ * Create the file of a new index build (replacing any previous file of the
+ * same relfilenode) and its metapage; returns it opened as by pmh_open.
+ */
+PmhIndex *
+pmh_create(Relation index, uint32 shard_bits, bool deferred)
+{
+	PmhFileKey	key;
+	PmhashMetaData meta;
+	char		path[MAXPGPATH];
+	PmhIndex   *ix;
+
+	pmhash_check_preloaded();
+	pmh_file_key(index, &key);
+	pmh_file_path(&key, path);
+	pmh_forget_file(&key);
+	pmh_drop_local(&key);
+
+	make_meta(&meta, new_generation(), shard_bits, 0);
+	create_file(&key, path, shard_bits, meta.build_generation,
+				key.backend == InvalidBackendId);
+	pmh_write_meta(index, MAIN_FORKNUM, &meta);
+
+	ix = local_entry(&key);
+	ix->deferred = deferred;
+	return pmh_open(index);
+}
+
+/* Metapage of the init fork of an unlogged index. */
+void
+pmh_write_init_meta(Relation index, uint32 shard_bits)
+{
+	PmhashMetaData meta;
+
+	make_meta(&meta, 0, shard_bits, PMHASH_META_INIT_FORK);
+	pmh_write_meta(index, INIT_FORKNUM, &meta);
+}
+
+/* Remove a file, ignoring one that is already gone. */
+void
+pmh_unlink_file(const char *path)
+{
+	if (unlink(path) != 0 && errno != ENOENT)
+		ereport(WARNING,
+				(errcode_for_file_access(),
+				 errmsg("could not remove pmhash file \"%s\": %m", path)));
+}

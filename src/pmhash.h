@@ -1,0 +1,214 @@
+/*-------------------------------------------------------------------------
+ *
+ * pmhash.h
+ *	  Declarations shared by the pmhash access method's source files.
+ *
+ * Copyright (c) 2026, pmhash developers
+ *
+ * IDENTIFICATION
+ *	  src/pmhash.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PMHASH_H
+#define PMHASH_H
+
+#include "access/amapi.h"
+#include "access/genam.h"
+#include "nodes/execnodes.h"
+#include "nodes/pathnodes.h"
+#include "storage/bufpage.h"
+#include "storage/lwlock.h"
+#include "storage/relfilenode.h"
+#include "utils/relcache.h"
+
+#include "core/pmh_core.h"
+
+/* Metapage: block 0 of the index's main fork. */
+#define PMHASH_META_BLKNO		0
+#define PMHASH_META_MAGIC		0x504d4831	/* "PMH1" */
+#define PMHASH_META_VERSION		1
+#define PMHASH_PAGE_ID			0xFF87
+
+/* metapage flags */
+#define PMHASH_META_INIT_FORK	0x0001	/* copy kept in an unlogged index's init fork */
+
+typedef struct PmhashMetaData
+{
+	uint32		magic;
+	uint32		version;
+	uint64		build_generation;	/* also in the file header */
+	uint32		shard_bits;
+	uint32		flags;
+	char		directory[MAXPGPATH];	/* where the file was created */
+} PmhashMetaData;
+
+typedef struct PmhashPageOpaqueData
+{
+	uint16		unused;
+	uint16		page_id;		/* PMHASH_PAGE_ID, for pg_filedump */
+} PmhashPageOpaqueData;
+
+/* Reloptions. */
+typedef struct PmhashOptions
+{
+	int32		vl_len_;		/* varlena header (do not touch directly!) */
+	int			shards;			/* 0: chosen from the table's size */
+} PmhashOptions;
+
+#define PMHASH_MAX_SHARDS		(1 << PMH_MAX_SHARD_BITS)
+#define PMHASH_MAX_RETIRED		32
+
+/* Per-shard state in shared memory: the directory mirror and counters. */
+typedef struct PmhShardState
+{
+	pg_atomic_uint64 desc;		/* what readers use; the file is authoritative */
+	PmhCounts	counts;			/* protected by the shard lock */
+} PmhShardState;
+
+/* A segment waiting until no reader can still be inside it. */
+typedef struct PmhRetired
+{
+	uint64		unit;
+	uint64		units;
+	uint64		epoch;
+} PmhRetired;
+
+typedef enum PmhSlotState
+{
+	PMH_SLOT_FREE = 0,
+	PMH_SLOT_READY
+} PmhSlotState;
+
+/* Identity of an index file: relfilenode plus owning backend for temp. */
+typedef struct PmhFileKey
+{
+	RelFileNode node;
+	BackendId	backend;
+} PmhFileKey;
+
+/* Shared state of one attached index. */
+typedef struct PmhSlot
+{
+	PmhFileKey	key;
+	uint32		slot_gen;		/* changes whenever the slot changes hands */
+	PmhSlotState state;
+	uint64		build_generation;
+	uint32		shard_bits;
+	bool		durable;		/* false for temporary indexes */
+	uint64		last_use;		/* attach clock, for eviction */
+	pg_atomic_uint64 file_units;	/* current length of the file */
+	uint64		pool_unit;		/* shared pool space of this slot */
+	uint64		pool_units;
+	PmhShardState *shards;
+	PmhFreeMap	freemap;		/* file space; under the allocation lock */
+	int			nretired;
+	PmhRetired	retired[PMHASH_MAX_RETIRED];
+	int			alloc_lock;		/* index into the lock array */
+	char		path[MAXPGPATH];
+} PmhSlot;
+
+/* What one backend knows about one index file. */
+typedef struct PmhIndex
+{
+	PmhFileKey	key;			/* hash key */
+	PmhSlot    *slot;
+	uint32		slot_gen;
+	char	   *base;			/* our mapping of the file */
+	size_t		mapped_len;
+	int			is_pmem;
+	bool		durable;
+	PmhTableOps ops;
+	PmhPersist	persist;
+	PmhTable	table;
+	/* msync path: page ranges dirtied and not yet synced */
+	uint64	   *dirty;			/* pairs of (start, end) byte offsets */
+	int			ndirty;
+	int			maxdirty;
+	bool		deferred;		/* bulk build: flushes wait for the end */
+} PmhIndex;
+
+/* pmhash.c */
+extern char *pmhash_directory;
+extern int	pmhash_max_indexes;
+extern int	pmhash_max_shards;
+extern int	pmhash_shard_locks;
+extern bool pmhash_preloaded;
+extern void pmhash_check_preloaded(void);
+extern Datum pmhash_handler(PG_FUNCTION_ARGS);
+
+/* pmshmem.c */
+extern void pmh_shmem_request(void);
+extern void pmh_shmem_startup(void);
+extern void pmh_enter(void);
+extern void pmh_leave(void);
+extern void pmh_leave_all(void);
+extern LWLock *pmh_shard_lock(PmhSlot *slot, uint32 shard);
+extern LWLock *pmh_slot_table_lock(void);
+extern LWLock *pmh_file_lock(void);
+extern LWLock *pmh_alloc_lock(PmhSlot *slot);
+extern PmhSlot *pmh_slot_find(const PmhFileKey *key);
+extern PmhSlot *pmh_slot_assign(const PmhFileKey *key, uint32 shard_bits);
+extern void pmh_slot_release(PmhSlot *slot);
+extern void pmh_forget_file(const PmhFileKey *key);
+extern uint64 pmh_forget_counter(void);
+extern uint64 pmh_retire_epoch(void);
+extern void pmh_wait_for_readers(uint64 epoch);
+extern bool pmh_readers_done(uint64 epoch);
+
+/* pmfile.c */
+extern void pmh_file_key(Relation index, PmhFileKey *key);
+extern void pmh_file_path(const PmhFileKey *key, char *path);
+extern PmhIndex *pmh_open(Relation index);
+extern PmhIndex *pmh_create(Relation index, uint32 shard_bits, bool deferred);
+extern void pmh_write_init_meta(Relation index, uint32 shard_bits);
+extern void pmh_attach_visit(void *arg, uint32 shard, uint64 desc, const PmhCounts *counts);
+extern void pmh_read_meta(Relation index, PmhashMetaData *meta);
+extern void pmh_write_meta(Relation index, ForkNumber fork, const PmhashMetaData *meta);
+extern void pmh_ensure_mapped(PmhIndex *ix, uint64 end_unit);
+extern void pmh_sync_dirty(PmhIndex *ix);
+extern void pmh_sync_all_dirty(void);
+extern void pmh_finish_deferred(PmhIndex *ix);
+extern void pmh_drop_local(const PmhFileKey *key);
+extern void pmh_unlink_file(const char *path);
+extern void pmh_raise_damaged(Relation index, const char *detail) pg_attribute_noreturn();
+
+/* pmshard.c */
+extern uint32 pmh_hash_datum(Relation index, Datum value);
+extern void pmh_insert_entry(Relation index, PmhIndex *ix, uint32 hash, ItemPointer tid);
+extern void pmh_lookup_entries(Relation index, PmhIndex *ix, uint32 hash,
+							   ItemPointer *tids, int *ntids, int *maxtids);
+extern void pmh_segment_of(PmhIndex *ix, uint64 desc, PmhSegment *seg);
+
+/* pmdrop.c */
+extern void pmh_drop_init(void);
+extern void pmh_remember_created(const PmhFileKey *key, const char *path);
+extern void pmh_sweep_orphans(int elevel);
+extern void pmhash_worker_main(Datum arg) pg_attribute_noreturn();
+
+/* access method callbacks */
+extern IndexBuildResult *pmhashbuild(Relation heap, Relation index, IndexInfo *indexInfo);
+extern void pmhashbuildempty(Relation index);
+extern bool pmhashinsert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
+						 Relation heapRel, IndexUniqueCheck checkUnique,
+						 bool indexUnchanged, IndexInfo *indexInfo);
+extern IndexBulkDeleteResult *pmhashbulkdelete(IndexVacuumInfo *info,
+											   IndexBulkDeleteResult *stats,
+											   IndexBulkDeleteCallback callback,
+											   void *callback_state);
+extern IndexBulkDeleteResult *pmhashvacuumcleanup(IndexVacuumInfo *info,
+												  IndexBulkDeleteResult *stats);
+extern void pmhashcostestimate(PlannerInfo *root, IndexPath *path, double loop_count,
+							   Cost *indexStartupCost, Cost *indexTotalCost,
+							   Selectivity *indexSelectivity, double *indexCorrelation,
+							   double *indexPages);
+extern bytea *pmhashoptions(Datum reloptions, bool validate);
+extern bool pmhashvalidate(Oid opclassoid);
+extern IndexScanDesc pmhashbeginscan(Relation index, int nkeys, int norderbys);
+extern void pmhashrescan(IndexScanDesc scan, ScanKey keys, int nkeys,
+						 ScanKey orderbys, int norderbys);
+extern bool pmhashgettuple(IndexScanDesc scan, ScanDirection dir);
+extern int64 pmhashgetbitmap(IndexScanDesc scan, TIDBitmap *tbm);
+extern void pmhashendscan(IndexScanDesc scan);
+
+#endif							/* PMHASH_H */

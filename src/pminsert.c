@@ -1,0 +1,33 @@
+/*-------------------------------------------------------------------------
+ *
+ * pminsert.c
+ *	  Inserting one heap tuple's entry into a pmhash index.
+ *
+ * Copyright (c) 2026, pmhash developers
+ *
+ * IDENTIFICATION
+ *	  src/pminsert.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "pmhash.h"
+
+/* aminsert: NULLs are not indexed; everything else gets one entry. */
+bool
+pmhashinsert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
+			 Relation heapRel, IndexUniqueCheck checkUnique,
+			 bool indexUnchanged, IndexInfo *indexInfo)
+{
+	uint32		hash;
+	PmhIndex   *ix;
+
+	if (isnull[0])
+		return false;
+	hash = pmh_hash_datum(index, values[0]);
+	ix = pmh_open(index);
+	pmh_insert_entry(index, ix, hash, ht_ctid);
+	pmh_leave();
+	return false;
+}

@@ -1,0 +1,179 @@
+/*-------------------------------------------------------------------------
+ *
+ * pmscan.c
+ *	  Index scans of pmhash: plain and bitmap.
+ *
+ * A scan probes once, without locks, and copies every TID stored under the
+ * key's hash into backend memory before it returns the first one; the TIDs
+ * are sorted and de-duplicated.  Only hash codes are stored, so every match
+ * is rechecked against the heap tuple.
+ *
+ * Copyright (c) 2026, pmhash developers
+ *
+ * IDENTIFICATION
+ *	  src/pmscan.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/relscan.h"
+#include "nodes/tidbitmap.h"
+#include "pgstat.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+
+#include "pmhash.h"
+
+typedef struct PmhScanOpaqueData
+{
+	ItemPointer tids;
+	int			ntids;
+	int			maxtids;
+	int			next;
+	bool		searched;
+	Oid			cross_type;		/* type whose hash function cross_proc is */
+	FmgrInfo	cross_proc;
+} PmhScanOpaqueData;
+
+typedef PmhScanOpaqueData *PmhScanOpaque;
+
+/* ambeginscan */
+IndexScanDesc
+pmhashbeginscan(Relation index, int nkeys, int norderbys)
+{
+	IndexScanDesc scan = RelationGetIndexScan(index, nkeys, norderbys);
+	PmhScanOpaque so = palloc0(sizeof(PmhScanOpaqueData));
+
+	so->maxtids = 64;
+	so->tids = palloc(so->maxtids * sizeof(ItemPointerData));
+	scan->opaque = so;
+	return scan;
+}
+
+/* amrescan */
+void
+pmhashrescan(IndexScanDesc scan, ScanKey keys, int nkeys,
+			 ScanKey orderbys, int norderbys)
+{
+	PmhScanOpaque so = (PmhScanOpaque) scan->opaque;
+
+	if (keys && scan->numberOfKeys > 0)
+		memmove(scan->keyData, keys, scan->numberOfKeys * sizeof(ScanKeyData));
+	so->searched = false;
+	so->ntids = 0;
+	so->next = 0;
+}
+
+/*
+ * Hash of a scan key's argument.  A cross-type key (an int4 compared with
+ * an int8 column, say) is hashed with its own type's function from the
+ * operator family, which hashes equal values alike.
+ */
+static uint32
+key_hash(IndexScanDesc scan, ScanKey key)
+{
+	PmhScanOpaque so = (PmhScanOpaque) scan->opaque;
+	Relation	index = scan->indexRelation;
+	Oid			subtype = key->sk_subtype;
+
+	if (!OidIsValid(subtype) || subtype == index->rd_opcintype[0])
+		return pmh_hash_datum(index, key->sk_argument);
+	if (so->cross_type != subtype)
+	{
+		Oid			proc = get_opfamily_proc(index->rd_opfamily[0], subtype, subtype, 1);
+
+		if (!OidIsValid(proc))
+			elog(ERROR, "missing support function 1(%u,%u) for operator family %u of index \"%s\"",
+				 subtype, subtype, index->rd_opfamily[0], RelationGetRelationName(index));
+		fmgr_info(proc, &so->cross_proc);
+		so->cross_type = subtype;
+	}
+	return DatumGetUInt32(FunctionCall1Coll(&so->cross_proc, key->sk_collation,
+											key->sk_argument));
+}
+
+/* qsort comparator for heap TIDs. */
+static int
+tid_cmp(const void *a, const void *b)
+{
+	return ItemPointerCompare((ItemPointer) a, (ItemPointer) b);
+}
+
+/* Probe once and keep every matching TID, sorted and unique. */
+static void
+search(IndexScanDesc scan)
+{
+	PmhScanOpaque so = (PmhScanOpaque) scan->opaque;
+	Relation	index = scan->indexRelation;
+	PmhIndex   *ix;
+	uint32		hash;
+	int			n = 0;
+
+	so->searched = true;
+	so->ntids = 0;
+	so->next = 0;
+	pgstat_count_index_scan(index);
+	if (scan->numberOfKeys < 1)
+		elog(ERROR, "pmhash index scans need an equality condition");
+	/* "= NULL" matches nothing */
+	for (int i = 0; i < scan->numberOfKeys; i++)
+	{
+		if (scan->keyData[i].sk_flags & SK_ISNULL)
+			return;
+	}
+	hash = key_hash(scan, &scan->keyData[0]);
+
+	ix = pmh_open(index);
+	pmh_lookup_entries(index, ix, hash, &so->tids, &so->ntids, &so->maxtids);
+	pmh_leave();
+
+	if (so->ntids > 1)
+	{
+		qsort(so->tids, so->ntids, sizeof(ItemPointerData), tid_cmp);
+		for (int i = 0; i < so->ntids; i++)
+		{
+			if (n > 0 && ItemPointerEquals(&so->tids[n - 1], &so->tids[i]))
+				continue;
+			so->tids[n++] = so->tids[i];
+		}
+		so->ntids = n;
+	}
+}
+
+/* amgettuple */
+bool
+pmhashgettuple(IndexScanDesc scan, ScanDirection dir)
+{
+	PmhScanOpaque so = (PmhScanOpaque) scan->opaque;
+
+	if (!so->searched)
+		search(scan);
+	if (so->next >= so->ntids)
+		return false;
+	scan->xs_heaptid = so->tids[so->next++];
+	scan->xs_recheck = true;
+	return true;
+}
+
+/* amgetbitmap */
+int64
+pmhashgetbitmap(IndexScanDesc scan, TIDBitmap *tbm)
+{
+	PmhScanOpaque so = (PmhScanOpaque) scan->opaque;
+
+	search(scan);
+	if (so->ntids > 0)
+		tbm_add_tuples(tbm, so->tids, so->ntids, true);
+	return so->ntids;
+}
+
+/* amendscan */
+void
+pmhashendscan(IndexScanDesc scan)
+{
+	PmhScanOpaque so = (PmhScanOpaque) scan->opaque;
+
+	pfree(so->tids);
+	pfree(so);
+}

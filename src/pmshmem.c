@@ -1,0 +1,404 @@
+/*-------------------------------------------------------------------------
+ *
+ * pmshmem.c
+ *	  Shared memory of pmhash: index slots with their directory mirrors,
+ *	  writer locks, and the epochs that tell when no reader can still be
+ *	  inside a retired segment.
+ *
+ * Everything here can be rebuilt from the index files, so a crash that
+ * resets shared memory loses nothing.  An index is attached to a slot the
+ * first time a backend opens it; its directory mirror and counters then
+ * live in a pool sized by pmhash.max_shards.
+ *
+ * Readers take no lock.  Every backend that touches an index announces the
+ * global epoch it saw in its own cell before reading the directory mirror
+ * and clears the cell when done.  Whoever retires a segment, or a whole
+ * slot, advances the epoch and waits until no announced epoch is older.
+ *
+ * Copyright (c) 2026, pmhash developers
+ *
+ * IDENTIFICATION
+ *	  src/pmshmem.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <sys/stat.h>
+
+#include "access/twophase.h"
+#include "common/relpath.h"
+#include "miscadmin.h"
+#include "port/atomics.h"
+#include "storage/ipc.h"
+#include "storage/proc.h"
+#include "storage/shmem.h"
+
+#include "pmhash.h"
+
+#define POOL_UNIT		64		/* bytes per unit of the shared pool */
+#define SPARE_EXTENTS	64		/* free-map room beyond one extent per shard */
+
+/* the lock array: two global locks, one allocation lock per slot, stripes */
+#define SLOT_TABLE_LOCK		0
+#define FILE_LOCK			1
+#define FIRST_ALLOC_LOCK	2
+
+typedef struct PmhShared
+{
+	pg_atomic_uint64 epoch;		/* starts at 1; 0 in a cell means idle */
+	pg_atomic_uint64 attach_clock;
+	pg_atomic_uint64 forget_counter;
+	int			nslots;
+	int			nprocs;
+	PmhFreeMap	pool_map;		/* free space of the pool, in POOL_UNITs */
+} PmhShared;
+
+static PmhShared *shared = NULL;
+static PmhExtent *pool_extents;
+static pg_atomic_uint64 *announce;
+static PmhSlot *slots;
+static char *pool;
+static LWLockPadded *locks;
+static int	enter_depth = 0;
+
+/* Bytes of the shared pool. */
+static Size
+pool_size(void)
+{
+	return mul_size(pmhash_max_shards, sizeof(PmhShardState) + sizeof(PmhExtent)) +
+		mul_size(pmhash_max_indexes, (SPARE_EXTENTS + 2) * sizeof(PmhExtent) + POOL_UNIT);
+}
+
+/* Number of PGPROC entries, each with an announcement cell. */
+static int
+proc_count(void)
+{
+	return MaxBackends + NUM_AUXILIARY_PROCS + max_prepared_xacts;
+}
+
+/* Total shared memory pmhash needs. */
+static Size
+shmem_size(void)
+{
+	Size		size = MAXALIGN(sizeof(PmhShared));
+
+	size = add_size(size, MAXALIGN(mul_size(pmhash_max_indexes + 1, sizeof(PmhExtent))));
+	size = add_size(size, MAXALIGN(mul_size(proc_count(), sizeof(pg_atomic_uint64))));
+	size = add_size(size, MAXALIGN(mul_size(pmhash_max_indexes, sizeof(PmhSlot))));
+	size = add_size(size, POOL_UNIT);
+	size = add_size(size, pool_size());
+	return size;
+}
+
+/* Ask for shared memory and locks (from shmem_request_hook). */
+void
+pmh_shmem_request(void)
+{
+	RequestAddinShmemSpace(shmem_size());
+	RequestNamedLWLockTranche("pmhash", FIRST_ALLOC_LOCK + pmhash_max_indexes + pmhash_shard_locks);
+}
+
+/* Carve up and, once, initialize shared memory (from shmem_startup_hook). */
+void
+pmh_shmem_startup(void)
+{
+	bool		found;
+	char	   *p;
+
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	shared = ShmemInitStruct("pmhash", shmem_size(), &found);
+	p = (char *) shared + MAXALIGN(sizeof(PmhShared));
+	pool_extents = (PmhExtent *) p;
+	p += MAXALIGN(mul_size(pmhash_max_indexes + 1, sizeof(PmhExtent)));
+	announce = (pg_atomic_uint64 *) p;
+	p += MAXALIGN(mul_size(proc_count(), sizeof(pg_atomic_uint64)));
+	slots = (PmhSlot *) p;
+	p += MAXALIGN(mul_size(pmhash_max_indexes, sizeof(PmhSlot)));
+	pool = (char *) TYPEALIGN(POOL_UNIT, p);
+	locks = GetNamedLWLockTranche("pmhash");
+
+	if (!found)
+	{
+		pg_atomic_init_u64(&shared->epoch, 1);
+		pg_atomic_init_u64(&shared->attach_clock, 1);
+		pg_atomic_init_u64(&shared->forget_counter, 0);
+		shared->nslots = pmhash_max_indexes;
+		shared->nprocs = proc_count();
+		for (int i = 0; i < shared->nprocs; i++)
+			pg_atomic_init_u64(&announce[i], 0);
+		memset(slots, 0, mul_size(pmhash_max_indexes, sizeof(PmhSlot)));
+		for (int i = 0; i < shared->nslots; i++)
+		{
+			pg_atomic_init_u64(&slots[i].file_units, 0);
+			slots[i].alloc_lock = FIRST_ALLOC_LOCK + i;
+		}
+		/* unit 0 of the pool is never handed out: 0 means "none" */
+		pmh_freemap_init(&shared->pool_map, pool_extents, pmhash_max_indexes + 1);
+		pmh_freemap_release(&shared->pool_map, 1, pool_size() / POOL_UNIT - 1);
+	}
+	LWLockRelease(AddinShmemInitLock);
+}
+
+/* Lock that serializes attaching, evicting and releasing slots. */
+LWLock *
+pmh_slot_table_lock(void)
+{
+	return &locks[SLOT_TABLE_LOCK].lock;
+}
+
+/* Lock that serializes creating index files with the orphan sweep. */
+LWLock *
+pmh_file_lock(void)
+{
+	return &locks[FILE_LOCK].lock;
+}
+
+/* Lock that serializes file-space allocation of one index. */
+LWLock *
+pmh_alloc_lock(PmhSlot *slot)
+{
+	return &locks[slot->alloc_lock].lock;
+}
+
+/* Writer lock of a shard (striped over pmhash.shard_locks locks). */
+LWLock *
+pmh_shard_lock(PmhSlot *slot, uint32 shard)
+{
+	uint32		stripe = ((uint32) (slot - slots) * 2654435761u + shard) %
+		(uint32) pmhash_shard_locks;
+
+	return &locks[FIRST_ALLOC_LOCK + pmhash_max_indexes + stripe].lock;
+}
+
+/* Announce that this backend may read index memory from now on. */
+void
+pmh_enter(void)
+{
+	if (shared == NULL)
+		pmhash_check_preloaded();
+	if (enter_depth++ > 0)
+		return;
+	pg_atomic_write_u64(&announce[MyProc->pgprocno], pg_atomic_read_u64(&shared->epoch));
+	pg_memory_barrier();
+}
+
+/* End of an announced section. */
+void
+pmh_leave(void)
+{
+	Assert(enter_depth > 0);
+	if (--enter_depth > 0)
+		return;
+	pg_memory_barrier();
+	pg_atomic_write_u64(&announce[MyProc->pgprocno], 0);
+}
+
+/* Clear the announcement after an error (transaction or process exit). */
+void
+pmh_leave_all(void)
+{
+	if (shared == NULL || MyProc == NULL || enter_depth == 0)
+		return;
+	enter_depth = 0;
+	pg_memory_barrier();
+	pg_atomic_write_u64(&announce[MyProc->pgprocno], 0);
+}
+
+/*
+ * Advance the epoch after unpublishing something; what was unpublished may
+ * be freed once pmh_readers_done() holds for the returned epoch.
+ */
+uint64
+pmh_retire_epoch(void)
+{
+	return pg_atomic_add_fetch_u64(&shared->epoch, 1);
+}
+
+/* Whether every backend announced since epoch, or is idle. */
+bool
+pmh_readers_done(uint64 epoch)
+{
+	for (int i = 0; i < shared->nprocs; i++)
+	{
+		uint64		seen;
+
+		if (MyProc && i == MyProc->pgprocno)
+			continue;
+		seen = pg_atomic_read_u64(&announce[i]);
+		if (seen != 0 && seen < epoch)
+			return false;
+	}
+	return true;
+}
+
+/* Wait until no reader can still see what was retired at epoch. */
+void
+pmh_wait_for_readers(uint64 epoch)
+{
+	while (!pmh_readers_done(epoch))
+		pg_usleep(100L);
+}
+
+/* Find the slot attached to a file, or NULL (slot table lock held). */
+PmhSlot *
+pmh_slot_find(const PmhFileKey *key)
+{
+	for (int i = 0; i < shared->nslots; i++)
+	{
+		if (slots[i].state == PMH_SLOT_READY &&
+			memcmp(&slots[i].key, key, sizeof(PmhFileKey)) == 0)
+		{
+			slots[i].last_use = pg_atomic_fetch_add_u64(&shared->attach_clock, 1);
+			return &slots[i];
+		}
+	}
+	return NULL;
+}
+
+/* Whether the main fork of a slot's index is gone (the index was dropped). */
+static bool
+slot_is_orphan(PmhSlot *slot)
+{
+	char	   *path = relpathbackend(slot->key.node, slot->key.backend, MAIN_FORKNUM);
+	struct stat st;
+	bool		orphan = stat(path, &st) != 0 && errno == ENOENT;
+
+	pfree(path);
+	return orphan;
+}
+
+/*
+ * Detach a slot: make it unfindable, wait for readers that may still use
+ * it, and give its pool space back (slot table lock held exclusively).
+ */
+void
+pmh_slot_release(PmhSlot *slot)
+{
+	uint64		epoch;
+
+	slot->state = PMH_SLOT_FREE;
+	slot->slot_gen++;
+	epoch = pmh_retire_epoch();
+	pmh_wait_for_readers(epoch);
+	if (slot->pool_unit != 0)
+		pmh_freemap_release(&shared->pool_map, slot->pool_unit, slot->pool_units);
+	slot->pool_unit = 0;
+	slot->pool_units = 0;
+	slot->nretired = 0;
+	pg_atomic_write_u64(&shared->forget_counter,
+						pg_atomic_read_u64(&shared->forget_counter) + 1);
+}
+
+/* An attached slot to evict: one whose index is gone, else the least used. */
+static PmhSlot *
+slot_victim(void)
+{
+	PmhSlot    *lru = NULL;
+
+	for (int i = 0; i < shared->nslots; i++)
+	{
+		if (slots[i].state != PMH_SLOT_READY)
+			continue;
+		if (slot_is_orphan(&slots[i]))
+			return &slots[i];
+		if (lru == NULL || slots[i].last_use < lru->last_use)
+			lru = &slots[i];
+	}
+	return lru;
+}
+
+/* A free slot, or NULL. */
+static PmhSlot *
+slot_free(void)
+{
+	for (int i = 0; i < shared->nslots; i++)
+	{
+		if (slots[i].state == PMH_SLOT_FREE)
+			return &slots[i];
+	}
+	return NULL;
+}
+
+/* Pool units for a slot of 2^shard_bits shards. */
+static uint64
+slot_pool_units(uint32 shard_bits)
+{
+	uint64		nshards = UINT64CONST(1) << shard_bits;
+	Size		bytes = nshards * sizeof(PmhShardState) +
+		(nshards + SPARE_EXTENTS) * sizeof(PmhExtent);
+
+	return (bytes + POOL_UNIT - 1) / POOL_UNIT;
+}
+
+/*
+ * Give a file a slot with room for its shards, evicting idle slots if
+ * needed (slot table lock held exclusively, and no announcement of ours
+ * pending: eviction waits for announced readers).  The caller fills it in.
+ */
+PmhSlot *
+pmh_slot_assign(const PmhFileKey *key, uint32 shard_bits)
+{
+	uint64		units = slot_pool_units(shard_bits);
+	uint64		nshards = UINT64CONST(1) << shard_bits;
+	PmhSlot    *slot;
+	uint64		unit;
+
+	while ((unit = pmh_freemap_alloc(&shared->pool_map, units)) == 0)
+	{
+		slot = slot_victim();
+		if (slot == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_OUT_OF_MEMORY),
+					 errmsg("not enough pmhash shared memory for an index with %llu shards",
+							(unsigned long long) nshards),
+					 errhint("Increase pmhash.max_shards (now %d) and restart the server.",
+							 pmhash_max_shards)));
+		pmh_slot_release(slot);
+	}
+	slot = slot_free();
+	if (slot == NULL)
+	{
+		slot = slot_victim();
+		pmh_slot_release(slot);
+	}
+
+	slot->key = *key;
+	slot->pool_unit = unit;
+	slot->pool_units = units;
+	slot->shards = (PmhShardState *) (pool + unit * POOL_UNIT);
+	for (uint64 s = 0; s < nshards; s++)
+	{
+		pg_atomic_init_u64(&slot->shards[s].desc, 0);
+		memset(&slot->shards[s].counts, 0, sizeof(PmhCounts));
+	}
+	pmh_freemap_init(&slot->freemap,
+					 (PmhExtent *) (pool + unit * POOL_UNIT + nshards * sizeof(PmhShardState)),
+					 (uint32) (nshards + SPARE_EXTENTS));
+	slot->shard_bits = shard_bits;
+	slot->nretired = 0;
+	slot->last_use = pg_atomic_fetch_add_u64(&shared->attach_clock, 1);
+	return slot;
+}
+
+/* Forget any slot attached to a file (its file is being replaced or removed). */
+void
+pmh_forget_file(const PmhFileKey *key)
+{
+	PmhSlot    *slot;
+
+	if (shared == NULL)
+		return;
+	LWLockAcquire(pmh_slot_table_lock(), LW_EXCLUSIVE);
+	slot = pmh_slot_find(key);
+	if (slot)
+		pmh_slot_release(slot);
+	LWLockRelease(pmh_slot_table_lock());
+}
+
+/* Counter that moves whenever a slot is released. */
+uint64
+pmh_forget_counter(void)
+{
+	return pg_atomic_read_u64(&shared->forget_counter);
+}

@@ -1,0 +1,185 @@
+/*-------------------------------------------------------------------------
+ *
+ * pmvalidate.c
+ *	  Validation of pmhash operator classes and families.
+ *
+ * A family is valid when every operator is strategy 1, a boolean search
+ * operator whose input types both have a hash function (support function 1)
+ * in the family, and every support function hashes one value of its type to
+ * an int4.  The hash function may take a type with the same representation
+ * (bool hashed as "char", date as int4, bytea as internal), as core's hash
+ * families do.
+ *
+ * Copyright (c) 2026, pmhash developers
+ *
+ * IDENTIFICATION
+ *	  src/pmvalidate.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/amvalidate.h"
+#include "access/htup_details.h"
+#include "catalog/pg_amop.h"
+#include "catalog/pg_amproc.h"
+#include "catalog/pg_opclass.h"
+#include "catalog/pg_opfamily.h"
+#include "catalog/pg_proc.h"
+#include "catalog/pg_type.h"
+#include "parser/parse_coerce.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/regproc.h"
+#include "utils/syscache.h"
+
+#include "pmhash.h"
+
+/* Whether a function can serve as the hash function of a type. */
+static bool
+hash_function_fits(Oid funcid, Oid type)
+{
+	HeapTuple	tuple = SearchSysCache1(PROCOID, ObjectIdGetDatum(funcid));
+	Form_pg_proc proc;
+	Oid			argtype;
+	bool		fits;
+
+	if (!HeapTupleIsValid(tuple))
+		return false;
+	proc = (Form_pg_proc) GETSTRUCT(tuple);
+	if (proc->pronargs != 1 || proc->prorettype != INT4OID || proc->proretset)
+	{
+		ReleaseSysCache(tuple);
+		return false;
+	}
+	argtype = proc->proargtypes.values[0];
+	ReleaseSysCache(tuple);
+
+	if (argtype == type || IsBinaryCoercible(type, argtype))
+		return true;
+	if (argtype == INTERNALOID)
+		return get_typlen(type) == -1;
+	fits = get_typlen(argtype) == get_typlen(type) &&
+		get_typbyval(argtype) == get_typbyval(type) &&
+		get_typtype(argtype) == TYPTYPE_BASE && get_typtype(type) == TYPTYPE_BASE;
+	return fits;
+}
+
+/* Name of an operator family. */
+static char *
+opfamily_name(Oid opfamilyoid)
+{
+	HeapTuple	tuple = SearchSysCache1(OPFAMILYOID, ObjectIdGetDatum(opfamilyoid));
+	char	   *name;
+
+	if (!HeapTupleIsValid(tuple))
+		elog(ERROR, "cache lookup failed for operator family %u", opfamilyoid);
+	name = pstrdup(NameStr(((Form_pg_opfamily) GETSTRUCT(tuple))->opfname));
+	ReleaseSysCache(tuple);
+	return name;
+}
+
+/* amvalidate */
+bool
+pmhashvalidate(Oid opclassoid)
+{
+	bool		result = true;
+	HeapTuple	classtup;
+	Form_pg_opclass classform;
+	Oid			opfamilyoid;
+	Oid			opcintype;
+	char	   *opfamilyname;
+	CatCList   *oprlist;
+	CatCList   *proclist;
+	List	   *hashed_types = NIL;
+	bool		class_has_operator = false;
+
+	classtup = SearchSysCache1(CLAOID, ObjectIdGetDatum(opclassoid));
+	if (!HeapTupleIsValid(classtup))
+		elog(ERROR, "cache lookup failed for operator class %u", opclassoid);
+	classform = (Form_pg_opclass) GETSTRUCT(classtup);
+	opfamilyoid = classform->opcfamily;
+	opcintype = classform->opcintype;
+	opfamilyname = opfamily_name(opfamilyoid);
+
+	oprlist = SearchSysCacheList1(AMOPSTRATEGY, ObjectIdGetDatum(opfamilyoid));
+	proclist = SearchSysCacheList1(AMPROCNUM, ObjectIdGetDatum(opfamilyoid));
+
+	for (int i = 0; i < proclist->n_members; i++)
+	{
+		Form_pg_amproc procform = (Form_pg_amproc) GETSTRUCT(&proclist->members[i]->tuple);
+
+		if (procform->amprocnum != 1)
+		{
+			ereport(INFO,
+					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+					 errmsg("operator family \"%s\" of access method pmhash contains function %s with invalid support number %d",
+							opfamilyname, format_procedure(procform->amproc),
+							procform->amprocnum)));
+			result = false;
+			continue;
+		}
+		if (procform->amproclefttype != procform->amprocrighttype ||
+			!hash_function_fits(procform->amproc, procform->amproclefttype))
+		{
+			ereport(INFO,
+					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+					 errmsg("operator family \"%s\" of access method pmhash contains function %s with wrong signature for support number %d",
+							opfamilyname, format_procedure(procform->amproc), 1)));
+			result = false;
+			continue;
+		}
+		hashed_types = list_append_unique_oid(hashed_types, procform->amproclefttype);
+	}
+
+	for (int i = 0; i < oprlist->n_members; i++)
+	{
+		Form_pg_amop oprform = (Form_pg_amop) GETSTRUCT(&oprlist->members[i]->tuple);
+
+		if (oprform->amopstrategy != 1 || oprform->amoppurpose != AMOP_SEARCH)
+		{
+			ereport(INFO,
+					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+					 errmsg("operator family \"%s\" of access method pmhash contains operator %s with invalid strategy number %d or purpose",
+							opfamilyname, format_operator(oprform->amopopr),
+							oprform->amopstrategy)));
+			result = false;
+			continue;
+		}
+		if (!check_amop_signature(oprform->amopopr, BOOLOID,
+								  oprform->amoplefttype, oprform->amoprighttype))
+		{
+			ereport(INFO,
+					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+					 errmsg("operator family \"%s\" of access method pmhash contains operator %s with wrong signature",
+							opfamilyname, format_operator(oprform->amopopr))));
+			result = false;
+			continue;
+		}
+		if (!list_member_oid(hashed_types, oprform->amoplefttype) ||
+			!list_member_oid(hashed_types, oprform->amoprighttype))
+		{
+			ereport(INFO,
+					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+					 errmsg("operator family \"%s\" of access method pmhash lacks support function for operator %s",
+							opfamilyname, format_operator(oprform->amopopr))));
+			result = false;
+		}
+		if (oprform->amoplefttype == opcintype && oprform->amoprighttype == opcintype)
+			class_has_operator = true;
+	}
+
+	if (!class_has_operator || !list_member_oid(hashed_types, opcintype))
+	{
+		ereport(INFO,
+				(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+				 errmsg("operator class \"%s\" of access method pmhash is missing its operator or support function",
+						NameStr(classform->opcname))));
+		result = false;
+	}
+
+	ReleaseCatCacheList(proclist);
+	ReleaseCatCacheList(oprlist);
+	ReleaseSysCache(classtup);
+	return result;
+}

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# test/run-tests.sh: run every pmhash test suite; ends with "N passed, N failed".
+#
+# Installs what it needs, builds pmhash twice (warnings as errors; then with
+# assertions enabled, which is the build the suites run against), runs the
+# core unit tests, and runs the SQL-level suites on two throwaway clusters:
+# one with its index files on /dev/shm and PMEM_IS_PMEM_FORCE=1 (the pmem
+# path: flush and fence), one with them in the data directory on the
+# ordinary disk (the msync path).  Exits non-zero if anything failed.
+set -u
+cd "$(dirname "$0")/.."
+source test/lib/common.sh
+
+WORK=$(mktemp -d /tmp/pmhash-tests-XXXXXX)
+chmod 755 "$WORK"
+PASSED=0
+FAILED=0
+FAILURES=""
+
+# Record one test result.
+record() {
+	if [ "$2" = 0 ]; then
+		PASSED=$((PASSED + 1))
+		echo "ok   - $1"
+	else
+		FAILED=$((FAILED + 1))
+		FAILURES="$FAILURES $1"
+		echo "FAIL - $1"
+	fi
+}
+
+# Run a suite script that prints "ok - name" / "not ok - name" lines.
+run_suite() {
+	local label=$1 log=$WORK/$1.log
+	shift
+	"$@" >"$log" 2>&1
+	local rc=$? n=0
+	while read -r line; do
+		case "$line" in
+			"ok "*) record "$label: ${line#ok * - }" 0; n=$((n + 1)) ;;
+			"not ok "*) record "$label: ${line#not ok * - }" 1; n=$((n + 1)) ;;
+		esac
+	done < <(grep -E '^(not )?ok [0-9]* ?- ' "$log")
+	if [ "$rc" != 0 ] && [ "$n" = 0 ]; then
+		record "$label" 1
+	fi
+	if [ "$rc" != 0 ]; then
+		echo "---- $label output (last 40 lines) ----"
+		tail -40 "$log"
+		echo "----"
+	fi
+}
+
+# pg_regress over every test in sql/, each counted.
+run_regress() {
+	local label=$1 tests
+	tests=$(cd sql && ls ./*.sql | sed -e 's|^\./||' -e 's|\.sql$||' | grep -v -- '--' | sort | tr '\n' ' ')
+	rm -rf results regression.diffs regression.out
+	make -s installcheck REGRESS="$tests" PGHOST="$PGHOST" PGPORT="$PGPORT" PGUSER="$PGUSER" \
+		>"$WORK/$label.log" 2>&1
+	while read -r name status; do
+		record "$label: $name" "$([ "$status" = ok ] && echo 0 || echo 1)"
+	done < <(sed -nE 's/^(test| ) *([a-z0-9_]+) +\.\.\. (ok|FAILED).*/\2 \3/p' "$WORK/$label.log" |
+		sed -E 's/FAILED/failed/')
+	if [ -s regression.diffs ]; then
+		echo "---- $label: regression.diffs (first 80 lines) ----"
+		head -80 regression.diffs
+		cp regression.diffs "$WORK/$label.diffs"
+	fi
+}
+
+install_packages
+
+build_install ""
+record "build with -Wall -Wextra -Werror" $?
+run_suite core make -s core-check
+build_install "-DUSE_ASSERT_CHECKING"
+record "build with assertions" $?
+
+for mode in pmem msync; do
+	start_cluster "$WORK/$mode" "$mode"
+	echo "== $mode cluster on port $PGPORT, files in $(pmhash_dir)"
+	run_regress "regress-$mode"
+	for suite in test/suites/*.sh; do
+		[ -e "$suite" ] || continue
+		run_suite "$(basename "$suite" .sh)-$mode" bash "$suite" "$WORK/$mode"
+	done
+	stop_cluster
+done
+
+echo
+if [ -n "$FAILURES" ]; then echo "failed:$FAILURES"; fi
+echo "$PASSED passed, $FAILED failed"
+[ "$FAILED" = 0 ]
