@@ -8,6 +8,7 @@ OBJS = \
 	src/pmbuild.o \
 	src/pmcost.o \
 	src/pmdrop.o \
+	src/pmfault.o \
 	src/pmfile.o \
 	src/pmfuncs.o \
 	src/pmhash.o \

@@ -117,7 +117,10 @@ static void
 unmap_local(PmhIndex *ix)
 {
 	if (ix->base)
+	{
+		pmh_fault_unregister(ix->base);
 		pmem_unmap(ix->base, ix->mapped_len);
+	}
 	ix->base = NULL;
 	ix->mapped_len = 0;
 	ix->slot = NULL;
@@ -321,10 +324,14 @@ map_file(PmhIndex *ix, const char *path, Relation index)
 				 errmsg("could not map pmhash file \"%s\": %m", path)));
 	}
 	if (ix->base)
+	{
+		pmh_fault_unregister(ix->base);
 		pmem_unmap(ix->base, ix->mapped_len);
+	}
 	ix->base = base;
 	ix->mapped_len = len;
 	ix->is_pmem = is_pmem;
+	pmh_fault_register(base, len);
 }
 
 /* Table callback: working memory. */
@@ -743,6 +750,7 @@ pmh_open(Relation index)
 	pmhash_check_preloaded();
 	pmh_file_key(index, &key);
 	prune_locals();
+	pmh_fault_set_index(RelationGetRelationName(index));
 	ix = local_entry(&key);
 	for (;;)
 	{

@@ -143,6 +143,7 @@ extern void pmh_shmem_startup(void);
 extern void pmh_enter(void);
 extern void pmh_leave(void);
 extern void pmh_leave_all(void);
+extern bool pmh_entered(void);
 extern LWLock *pmh_shard_lock(PmhSlot *slot, uint32 shard);
 extern LWLock *pmh_slot_table_lock(void);
 extern LWLock *pmh_file_lock(void);
@@ -155,6 +156,12 @@ extern uint64 pmh_forget_counter(void);
 extern uint64 pmh_retire_epoch(void);
 extern void pmh_wait_for_readers(uint64 epoch);
 extern bool pmh_readers_done(uint64 epoch);
+
+/* pmfault.c */
+extern void pmh_fault_init(void);
+extern void pmh_fault_register(const char *base, size_t len);
+extern void pmh_fault_unregister(const char *base);
+extern void pmh_fault_set_index(const char *name);
 
 /* pmfile.c */
 extern void pmh_file_key(Relation index, PmhFileKey *key);

@@ -194,6 +194,13 @@ pmh_leave(void)
 	pg_atomic_write_u64(&announce[MyProc->pgprocno], 0);
 }
 
+/* Whether this backend is inside a pmhash operation. */
+bool
+pmh_entered(void)
+{
+	return enter_depth > 0;
+}
+
 /* Clear the announcement after an error (transaction or process exit). */
 void
 pmh_leave_all(void)

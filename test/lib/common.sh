@@ -72,6 +72,7 @@ start_cluster() {
 	chmod 755 "$base"
 	as_root chown "$(pg_user)" "$base"
 	PGDATA_DIR=$base/data
+	as_root rm -rf "$PGDATA_DIR"
 	PGPORT=$(free_port)
 	PGHOST=$base
 	PGUSER=$(pg_user)
