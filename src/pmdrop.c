@@ -26,8 +26,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "access/htup_details.h"
 #include "access/xact.h"
 #include "catalog/objectaccess.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_database.h"
 #include "catalog/storage.h"
 #include "common/relpath.h"
@@ -40,7 +42,7 @@
 #include "storage/latch.h"
 #include "tcop/tcopprot.h"
 #include "utils/memutils.h"
-#include "utils/relfilenodemap.h"
+#include "utils/syscache.h"
 
 #include "pmhash.h"
 
@@ -49,6 +51,7 @@
 typedef struct TrackedFile
 {
 	PmhFileKey	key;
+	Oid			relid;			/* the index, for temporary files */
 	SubTransactionId subid;		/* creating subtransaction, while uncommitted */
 	char		path[MAXPGPATH];
 } TrackedFile;
@@ -105,12 +108,13 @@ remove_temp_files(int code, Datum arg)
 
 /* Track a file just created, so that an abort removes it. */
 void
-pmh_remember_created(const PmhFileKey *key, const char *path)
+pmh_remember_created(const PmhFileKey *key, Oid relid, const char *path)
 {
 	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
 	TrackedFile *tf = palloc(sizeof(TrackedFile));
 
 	tf->key = *key;
+	tf->relid = relid;
 	tf->subid = GetCurrentSubTransactionId();
 	strlcpy(tf->path, path, MAXPGPATH);
 	created_files = lappend(created_files, tf);
@@ -169,14 +173,19 @@ collect_commit_unlinks(void)
 	if (nnodes > 0)
 		pfree(nodes);
 
-	/* temporary indexes whose relfilenode no longer belongs to a relation */
+	/* temporary indexes that were dropped or got a new relfilenode */
 	foreach(lc, temp_files)
 	{
 		TrackedFile *tf = lfirst(lc);
-		Oid			spc = tf->key.node.spcNode == MyDatabaseTableSpace ? InvalidOid :
-			tf->key.node.spcNode;
+		HeapTuple	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(tf->relid));
+		bool		gone = !HeapTupleIsValid(tuple);
 
-		if (!OidIsValid(RelidByRelfilenode(spc, tf->key.node.relNode)))
+		if (!gone)
+		{
+			gone = ((Form_pg_class) GETSTRUCT(tuple))->relfilenode != tf->key.node.relNode;
+			ReleaseSysCache(tuple);
+		}
+		if (gone)
 			unlink_after_commit(&tf->key, tf->path);
 	}
 }

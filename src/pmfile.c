@@ -577,7 +577,7 @@ ensure_directory(void)
 
 /* Create a fresh, empty index file with its header and an empty directory. */
 static void
-create_file(const PmhFileKey *key, const char *path, uint32 shard_bits,
+create_file(const PmhFileKey *key, Oid relid, const char *path, uint32 shard_bits,
 			uint64 generation, bool durable)
 {
 	PmhFileHeader hdr;
@@ -623,7 +623,7 @@ create_file(const PmhFileKey *key, const char *path, uint32 shard_bits,
 	pmem_unmap(base, len);
 	if (durable)
 		fsync_fname(pmhash_directory, true);
-	pmh_remember_created(key, path);
+	pmh_remember_created(key, relid, path);
 }
 
 /* A random, nonzero build generation. */
@@ -688,7 +688,8 @@ attach(Relation index, PmhIndex *ix)
 	{
 		/* an unlogged index reset by crash recovery: start an empty file */
 		make_meta(&meta, new_generation(), meta.shard_bits, 0);
-		create_file(&ix->key, path, meta.shard_bits, meta.build_generation, true);
+		create_file(&ix->key, RelationGetRelid(index), path, meta.shard_bits,
+					meta.build_generation, true);
 		pmh_write_meta(index, MAIN_FORKNUM, &meta);
 	}
 	map_file(ix, path, index);
@@ -782,7 +783,7 @@ pmh_create(Relation index, uint32 shard_bits, bool deferred)
 	pmh_drop_local(&key);
 
 	make_meta(&meta, new_generation(), shard_bits, 0);
-	create_file(&key, path, shard_bits, meta.build_generation,
+	create_file(&key, RelationGetRelid(index), path, shard_bits, meta.build_generation,
 				key.backend == InvalidBackendId);
 	pmh_write_meta(index, MAIN_FORKNUM, &meta);
 

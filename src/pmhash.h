@@ -189,7 +189,7 @@ extern void pmh_segment_of(PmhIndex *ix, uint64 desc, PmhSegment *seg);
 
 /* pmdrop.c */
 extern void pmh_drop_init(void);
-extern void pmh_remember_created(const PmhFileKey *key, const char *path);
+extern void pmh_remember_created(const PmhFileKey *key, Oid relid, const char *path);
 extern void pmh_sweep_orphans(int elevel);
 extern void pmhash_worker_main(Datum arg) pg_attribute_noreturn();
 
