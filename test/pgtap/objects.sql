@@ -1,0 +1,101 @@
+-- test/pgtap/objects.sql: the objects the pmhash extension installs: its
+-- functions and their signatures, the access method, the operator classes
+-- and families (compared with core's hash ones), and its GUCs.
+BEGIN;
+SELECT plan(24);
+
+SELECT has_extension('pmhash', 'extension pmhash is installed');
+SELECT is((SELECT extversion FROM pg_extension WHERE extname = 'pmhash'), '0.1',
+	'extension version is 0.1');
+SELECT is((SELECT count(*) FROM pg_depend
+		   WHERE refclassid = 'pg_extension'::regclass AND deptype = 'e'
+			 AND refobjid = (SELECT oid FROM pg_extension WHERE extname = 'pmhash')),
+		  72::bigint,
+		  'extension owns 72 objects: access method, 3 functions, 32 families, 36 classes');
+
+-- functions
+SELECT has_function('public', 'pmhash_handler', ARRAY['internal'],
+	'pmhash_handler(internal) exists');
+SELECT function_returns('public', 'pmhash_handler', ARRAY['internal'], 'index_am_handler',
+	'pmhash_handler returns index_am_handler');
+SELECT has_function('public', 'pmhash_stats', ARRAY['regclass'],
+	'pmhash_stats(regclass) exists');
+SELECT function_returns('public', 'pmhash_stats', ARRAY['regclass'], 'record',
+	'pmhash_stats returns a record (one row, not a set)');
+SELECT is_strict('public', 'pmhash_stats', ARRAY['regclass'], 'pmhash_stats is strict');
+SELECT has_function('public', 'pmhash_verify', ARRAY['regclass'],
+	'pmhash_verify(regclass) exists');
+SELECT function_returns('public', 'pmhash_verify', ARRAY['regclass'], 'bigint',
+	'pmhash_verify returns bigint');
+SELECT is_strict('public', 'pmhash_verify', ARRAY['regclass'], 'pmhash_verify is strict');
+SELECT is(pmhash_verify(NULL), NULL, 'pmhash_verify(NULL) is NULL');
+SELECT is((pmhash_stats(NULL)).entries, NULL, 'pmhash_stats(NULL) is NULL');
+
+-- access method
+SELECT results_eq(
+	$$SELECT amname::text COLLATE "default", amtype::text, amhandler::regproc::text
+	  FROM pg_am WHERE amname = 'pmhash'$$,
+	$$VALUES ('pmhash', 'i', 'pmhash_handler')$$,
+	'access method pmhash exists, is an index AM (amtype i) with handler pmhash_handler');
+
+-- operator classes: one default class per type, as in core's hash AM
+SELECT is((SELECT count(*) FROM pg_opclass c JOIN pg_am a ON a.oid = c.opcmethod
+		   WHERE a.amname = 'pmhash'), 36::bigint, '36 pmhash operator classes');
+SELECT is((SELECT count(*) FROM pg_opclass c JOIN pg_am a ON a.oid = c.opcmethod
+		   WHERE a.amname = 'pmhash' AND c.opcdefault), 36::bigint,
+	'all 36 pmhash operator classes are default for their type');
+SELECT bag_eq(
+	$$SELECT c.opcname::text, c.opcintype::regtype::text, f.opfname::text, c.opcdefault
+	  FROM pg_opclass c JOIN pg_opfamily f ON f.oid = c.opcfamily JOIN pg_am a ON a.oid = c.opcmethod
+	  WHERE a.amname = 'pmhash'$$,
+	$$SELECT c.opcname::text, c.opcintype::regtype::text, f.opfname::text, c.opcdefault
+	  FROM pg_opclass c JOIN pg_opfamily f ON f.oid = c.opcfamily JOIN pg_am a ON a.oid = c.opcmethod
+	  WHERE a.amname = 'hash' AND c.opcdefault$$,
+	'pmhash classes (name, input type, family) are exactly core''s default hash classes');
+
+-- operator families: names, operators and support functions as in core
+SELECT set_eq(
+	$$SELECT f.opfname::text FROM pg_opfamily f JOIN pg_am a ON a.oid = f.opfmethod
+	  WHERE a.amname = 'pmhash'$$,
+	$$SELECT f.opfname::text FROM pg_opfamily f JOIN pg_am a ON a.oid = f.opfmethod
+	  WHERE a.amname = 'hash'
+		AND EXISTS (SELECT FROM pg_opclass c WHERE c.opcfamily = f.oid AND c.opcdefault)$$,
+	'pmhash family names are those of core''s hash families with a default class');
+SELECT bag_eq(
+	$$SELECT f.opfname::text, o.amopopr::regoperator::text, o.amopstrategy, o.amoppurpose::text
+	  FROM pg_amop o JOIN pg_opfamily f ON f.oid = o.amopfamily JOIN pg_am a ON a.oid = f.opfmethod
+	  WHERE a.amname = 'pmhash'$$,
+	$$SELECT f.opfname::text, o.amopopr::regoperator::text, o.amopstrategy, o.amoppurpose::text
+	  FROM pg_amop o JOIN pg_opfamily f ON f.oid = o.amopfamily JOIN pg_am a ON a.oid = f.opfmethod
+	  WHERE a.amname = 'hash'
+		AND EXISTS (SELECT FROM pg_opclass c WHERE c.opcfamily = f.oid AND c.opcdefault)$$,
+	'pmhash families hold the same operators as core''s, cross-type ones included');
+SELECT bag_eq(
+	$$SELECT f.opfname::text, p.amproclefttype::regtype::text, p.amprocnum, p.amproc::regprocedure::text
+	  FROM pg_amproc p JOIN pg_opfamily f ON f.oid = p.amprocfamily JOIN pg_am a ON a.oid = f.opfmethod
+	  WHERE a.amname = 'pmhash'$$,
+	$$SELECT f.opfname::text, p.amproclefttype::regtype::text, p.amprocnum, p.amproc::regprocedure::text
+	  FROM pg_amproc p JOIN pg_opfamily f ON f.oid = p.amprocfamily JOIN pg_am a ON a.oid = f.opfmethod
+	  WHERE a.amname = 'hash' AND p.amprocnum = 1
+		AND EXISTS (SELECT FROM pg_opclass c WHERE c.opcfamily = f.oid AND c.opcdefault)$$,
+	'pmhash support function 1 is core''s standard hash function in every family');
+SELECT is_empty(
+	$$SELECT c.opcname FROM pg_opclass c JOIN pg_am a ON a.oid = c.opcmethod
+	  WHERE a.amname = 'pmhash' AND NOT amvalidate(c.oid)$$,
+	'amvalidate accepts every pmhash operator class');
+
+-- GUCs
+SELECT results_eq(
+	$$SELECT name, context, vartype FROM pg_settings WHERE name LIKE 'pmhash.%' ORDER BY name$$,
+	$$VALUES ('pmhash.directory', 'postmaster', 'string'),
+			 ('pmhash.max_indexes', 'postmaster', 'integer'),
+			 ('pmhash.max_shards', 'postmaster', 'integer'),
+			 ('pmhash.shard_locks', 'postmaster', 'integer')$$,
+	'the four pmhash GUCs exist and are postmaster-only');
+SELECT throws_ok('SET pmhash.max_indexes = 64', '55P02', NULL,
+	'pmhash.max_indexes cannot be changed in a session');
+SELECT throws_ok('SET pmhash.directory = ''/tmp''', '55P02', NULL,
+	'pmhash.directory cannot be changed in a session');
+
+SELECT * FROM finish();
+ROLLBACK;
