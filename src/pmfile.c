@@ -578,7 +578,7 @@ ensure_directory(void)
 /* Create a fresh, empty index file with its header and an empty directory. */
 static void
 create_file(const PmhFileKey *key, Oid relid, const char *path, uint32 shard_bits,
-			uint64 generation, bool durable)
+			uint64 generation, bool durable, bool transactional)
 {
 	PmhFileHeader hdr;
 	uint32		flags = key->backend != InvalidBackendId ? PMH_FILE_TEMP : 0;
@@ -623,7 +623,8 @@ create_file(const PmhFileKey *key, Oid relid, const char *path, uint32 shard_bit
 	pmem_unmap(base, len);
 	if (durable)
 		fsync_fname(pmhash_directory, true);
-	pmh_remember_created(key, relid, path);
+	if (transactional)
+		pmh_remember_created(key, relid, path);
 }
 
 /* A random, nonzero build generation. */
@@ -686,10 +687,13 @@ attach(Relation index, PmhIndex *ix)
 	pmh_read_meta(index, &meta);
 	if (meta.flags & PMHASH_META_INIT_FORK)
 	{
-		/* an unlogged index reset by crash recovery: start an empty file */
+		/*
+		 * An unlogged index reset by crash recovery: start an empty file.
+		 * This is not part of the transaction: an abort must not undo it.
+		 */
 		make_meta(&meta, new_generation(), meta.shard_bits, 0);
 		create_file(&ix->key, RelationGetRelid(index), path, meta.shard_bits,
-					meta.build_generation, true);
+					meta.build_generation, true, false);
 		pmh_write_meta(index, MAIN_FORKNUM, &meta);
 	}
 	map_file(ix, path, index);
@@ -784,7 +788,7 @@ pmh_create(Relation index, uint32 shard_bits, bool deferred)
 
 	make_meta(&meta, new_generation(), shard_bits, 0);
 	create_file(&key, RelationGetRelid(index), path, shard_bits, meta.build_generation,
-				key.backend == InvalidBackendId);
+				key.backend == InvalidBackendId, true);
 	pmh_write_meta(index, MAIN_FORKNUM, &meta);
 
 	ix = local_entry(&key);

@@ -184,8 +184,9 @@ pmhash_verify(PG_FUNCTION_ARGS)
 	const char *err;
 	char		msg[256];
 
-	pmh_read_meta(index, &meta);
 	ix = pmh_open(index);
+	/* after pmh_open, which may have reset an unlogged index */
+	pmh_read_meta(index, &meta);
 	hdr = (PmhFileHeader *) ix->base;
 	file_units = pg_atomic_read_u64(&ix->slot->file_units);
 	pmh_ensure_mapped(ix, file_units);
