@@ -100,16 +100,15 @@ SELECT is_empty(
 SELECT is_empty($$SELECT idx FROM st_stats WHERE entries > 0 AND (segments < 1 OR buckets < 1)$$,
 	'an index with entries has segments and buckets');
 
--- the file: named after the relfilenode in pmhash.directory
+-- the file: named after the database and relfilenode in pmhash.directory
 SELECT results_eq(
 	$$SELECT idx, path FROM st_stats ORDER BY idx$$,
-	$$SELECT s.idx, format('%s/%s_%s_%s.pmh', current_setting('pmhash.directory'),
-						   coalesce(nullif(c.reltablespace, 0), d.dattablespace), d.oid,
+	$$SELECT s.idx, format('%s/%s_%s.pmh', current_setting('pmhash.directory'), d.oid,
 						   pg_relation_filenode(c.oid))
 	  FROM st_stats s JOIN pg_class c ON c.oid = s.idx::regclass
 		   JOIN pg_database d ON d.datname = current_database()
 	  ORDER BY s.idx$$,
-	'path is <pmhash.directory>/<tablespace>_<database>_<relfilenode>.pmh');
+	'path is <pmhash.directory>/<database>_<relfilenode>.pmh');
 SELECT is((SELECT count(DISTINCT path) FROM st_stats), 7::bigint, 'every index has its own file');
 
 -- DML and REINDEX keep the counts right
