@@ -55,15 +55,17 @@ publish(const PmhTable *t, uint32_t shard, uint64_t desc)
 
 /*
  * Rebuild a shard from its current segment (desc, 0 if none) plus extra
- * entries, at the given bucket fill.  counts receives the new content.
+ * entries, or from the extra entries alone if replace is set, at the given
+ * bucket fill.  The content is logged through log_rebuild when the caller
+ * asks for it.  counts receives the new content.
  */
 PmhStatus
 pmh_table_rebuild(const PmhTable *t, uint32_t shard, uint64_t desc,
-				  const PmhEntry *extra, uint64_t nextra, double fill,
+				  const PmhEntry *extra, uint64_t nextra, int replace, double fill,
 				  uint64_t lsn, PmhCounts *counts)
 {
 	const PmhTableOps *ops = t->ops;
-	PmhSegment	old;
+	PmhSegment	seg;
 	PmhCounts	old_counts;
 	PmhEntry   *work;
 	PmhEntry   *scratch;
@@ -72,18 +74,19 @@ pmh_table_rebuild(const PmhTable *t, uint32_t shard, uint64_t desc,
 	uint64_t	n = 0;
 	uint64_t	old_units = 0;
 	uint64_t	generation = 1;
-	uint64_t	new_desc = 0;
+	uint64_t	unit = 0;
 
 	memset(&old_counts, 0, sizeof(old_counts));
 	if (desc != 0)
 	{
 		PmhSegmentHeader *hdr;
 
-		pmh_table_segment(t, desc, &old);
-		hdr = pmh_segment_header(&old);
-		pmh_segment_count(&old, &old_counts);
-		total += old_counts.entries;
-		old_units = 1 + (uint64_t) old.nbuckets + hdr->nposting;
+		pmh_table_segment(t, desc, &seg);
+		hdr = pmh_segment_header(&seg);
+		pmh_segment_count(&seg, &old_counts);
+		if (!replace)
+			total += old_counts.entries;
+		old_units = 1 + (uint64_t) seg.nbuckets + hdr->nposting;
 		generation = hdr->generation + 1;
 		if (old_counts.max_lsn > lsn)
 			lsn = old_counts.max_lsn;
@@ -91,8 +94,8 @@ pmh_table_rebuild(const PmhTable *t, uint32_t shard, uint64_t desc,
 
 	work = ops->alloc_memory(ops->arg, (total ? total : 1) * sizeof(PmhEntry));
 	scratch = ops->alloc_memory(ops->arg, (total ? total : 1) * sizeof(PmhEntry));
-	if (desc != 0)
-		n = pmh_segment_collect(&old, work, total);
+	if (desc != 0 && !replace)
+		n = pmh_segment_collect(&seg, work, total);
 	if (n + nextra > total)
 	{
 		ops->free_memory(ops->arg, scratch);
@@ -103,36 +106,39 @@ pmh_table_rebuild(const PmhTable *t, uint32_t shard, uint64_t desc,
 	n = pmh_sort_entries(work, n + nextra, scratch);
 	ops->free_memory(ops->arg, scratch);
 
+	if (n > 0)
+	{
+		layout = pmh_plan_layout(work, n, fill);
+		if (layout.nbuckets > PMH_MAX_SEGMENT_BUCKETS ||
+			(unit = ops->alloc_space(ops->arg, pmh_layout_units(&layout))) == 0)
+		{
+			ops->free_memory(ops->arg, work);
+			return PMH_FULL;
+		}
+	}
+	if (ops->log_rebuild)
+	{
+		uint64_t	logged = ops->log_rebuild(ops->arg, shard, work, n);
+
+		if (logged > lsn)
+			lsn = logged;
+	}
+
 	memset(counts, 0, sizeof(*counts));
 	if (n > 0)
 	{
-		uint64_t	unit;
-		char	   *dst;
+		char	   *dst = unit_address(t, unit);
 
-		layout = pmh_plan_layout(work, n, fill);
-		if (layout.nbuckets > PMH_MAX_SEGMENT_BUCKETS)
-		{
-			ops->free_memory(ops->arg, work);
-			return PMH_FULL;
-		}
-		unit = ops->alloc_space(ops->arg, pmh_layout_units(&layout));
-		if (unit == 0)
-		{
-			ops->free_memory(ops->arg, work);
-			return PMH_FULL;
-		}
-		dst = unit_address(t, unit);
 		pmh_segment_write(dst, &layout, work, n, shard, t->shard_bits,
 						  t->file_generation, generation, lsn);
 		pmh_flush(t->persist, dst, pmh_layout_units(&layout) * PMH_UNIT_SIZE);
 		pmh_sync(t->persist);
-		new_desc = pmh_desc_make(unit, layout.nbuckets);
-		pmh_table_segment(t, new_desc, &old);
-		pmh_segment_count(&old, counts);
+		pmh_table_segment(t, pmh_desc_make(unit, layout.nbuckets), &seg);
+		pmh_segment_count(&seg, counts);
 	}
 	ops->free_memory(ops->arg, work);
 
-	publish(t, shard, new_desc);
+	publish(t, shard, n > 0 ? pmh_desc_make(unit, layout.nbuckets) : 0);
 	if (desc != 0)
 		ops->free_space(ops->arg, pmh_desc_unit(desc), old_units);
 	return PMH_OK;
@@ -144,31 +150,34 @@ pmh_table_rebuild(const PmhTable *t, uint32_t shard, uint64_t desc,
  */
 PmhStatus
 pmh_table_insert(const PmhTable *t, uint32_t shard, uint64_t desc,
-				 PmhCounts *counts, uint32_t hash, PmhTid tid, uint64_t lsn)
+				 PmhCounts *counts, uint32_t hash, PmhTid tid, uint64_t lsn,
+				 PmhInsertMode mode)
 {
 	PmhEntry	entry;
 	PmhSegment	seg;
 	PmhStatus	st;
-	int			used_slot;
+	unsigned	effects;
 
 	if (desc != 0 && !pmh_needs_growth(counts->slots, pmh_desc_nbuckets(desc)))
 	{
 		pmh_table_segment(t, desc, &seg);
-		st = pmh_insert(&seg, hash, tid, lsn, t->persist, &used_slot);
+		st = pmh_insert(&seg, hash, tid, lsn, t->persist, mode, &effects);
 		if (st == PMH_OK)
 		{
 			counts->entries++;
-			counts->slots += used_slot;
+			counts->slots += (effects & PMH_USED_SLOT) != 0;
 			if (lsn > counts->max_lsn)
 				counts->max_lsn = lsn;
-			return PMH_OK;
 		}
+		if ((effects & PMH_CONFIRMED) && counts->unverified > 0)
+			counts->unverified--;
 		if (st != PMH_FULL)
 			return st;
 	}
 	entry.hash = hash;
 	entry.tid = tid;
-	return pmh_table_rebuild(t, shard, desc, &entry, 1, PMH_REBUILD_FILL, lsn, counts);
+	entry.flags = 0;
+	return pmh_table_rebuild(t, shard, desc, &entry, 1, 0, PMH_REBUILD_FILL, lsn, counts);
 }
 
 /* qsort comparator: extents by unit. */
