@@ -168,7 +168,7 @@ typedef struct PmhTableOps
 	void		(*publish) (void *arg, uint32_t shard, uint64_t desc);
 	char	   *(*base) (void *arg);
 	uint64_t	(*log_rebuild) (void *arg, uint32_t shard, const PmhEntry *entries,
-								uint64_t count);
+								uint64_t count, double fill);
 	void	   *arg;
 } PmhTableOps;
 
@@ -246,9 +246,12 @@ extern PmhStatus pmh_table_insert(const PmhTable *t, uint32_t shard, uint64_t de
 								  PmhCounts *counts, uint32_t hash, PmhTid tid,
 								  uint64_t lsn, PmhInsertMode mode);
 extern const char *pmh_table_attach(const PmhTable *t, uint64_t file_units, PmhFreeMap *map,
+									int lenient,
 									void (*visit) (void *arg, uint32_t shard, uint64_t desc,
-												   const PmhCounts *counts),
+												   const PmhCounts *counts, int broken),
 									void *arg, char *msg, size_t msglen);
+extern uint64_t pmh_file_flag_unverified(char *base, uint64_t file_units, uint64_t after_lsn,
+										 const PmhPersist *persist);
 
 /* pmh_verify.c */
 extern const char *pmh_segment_verify(const PmhSegment *seg, uint32_t shard,

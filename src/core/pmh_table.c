@@ -118,7 +118,7 @@ pmh_table_rebuild(const PmhTable *t, uint32_t shard, uint64_t desc,
 	}
 	if (ops->log_rebuild)
 	{
-		uint64_t	logged = ops->log_rebuild(ops->arg, shard, work, n);
+		uint64_t	logged = ops->log_rebuild(ops->arg, shard, work, n, fill);
 
 		if (logged > lsn)
 			lsn = logged;
@@ -222,12 +222,15 @@ check_descriptor(const PmhTable *t, uint32_t shard, uint64_t desc, uint64_t data
 /*
  * Rebuild the volatile state of a file from its directory: report every
  * shard's descriptor and counts to visit, and fill the free map with the
- * gaps between published segments.  NULL on success, else msg.
+ * gaps between published segments.  NULL on success, else msg describing
+ * the first damage.  When lenient (during recovery, where a base backup may
+ * have copied a shard mid-rebuild and replay will replace it), a shard whose
+ * segment fails validation is reported broken and left out instead.
  */
 const char *
-pmh_table_attach(const PmhTable *t, uint64_t file_units, PmhFreeMap *map,
+pmh_table_attach(const PmhTable *t, uint64_t file_units, PmhFreeMap *map, int lenient,
 				 void (*visit) (void *arg, uint32_t shard, uint64_t desc,
-								const PmhCounts *counts),
+								const PmhCounts *counts, int broken),
 				 void *arg, char *msg, size_t msglen)
 {
 	const PmhTableOps *ops = t->ops;
@@ -238,7 +241,9 @@ pmh_table_attach(const PmhTable *t, uint64_t file_units, PmhFreeMap *map,
 	uint32_t	nsegs = 0;
 	uint64_t	next = hdr->data_unit;
 	const char *err = NULL;
+	PmhCounts	none;
 
+	memset(&none, 0, sizeof(none));
 	for (uint32_t s = 0; s < nshards && err == NULL; s++)
 	{
 		uint64_t	desc = __atomic_load_n(&dir[s], __ATOMIC_ACQUIRE);
@@ -248,16 +253,23 @@ pmh_table_attach(const PmhTable *t, uint64_t file_units, PmhFreeMap *map,
 		memset(&counts, 0, sizeof(counts));
 		if (desc != 0)
 		{
-			err = check_descriptor(t, s, desc, hdr->data_unit, file_units, msg, msglen);
-			if (err)
-				break;
+			if (check_descriptor(t, s, desc, hdr->data_unit, file_units, msg, msglen))
+			{
+				if (!lenient)
+					err = msg;
+				else
+					visit(arg, s, 0, &none, 1);
+				continue;
+			}
 			pmh_table_segment(t, desc, &seg);
 			pmh_segment_count(&seg, &counts);
 			segs[nsegs].unit = pmh_desc_unit(desc);
 			segs[nsegs].count = 1 + (uint64_t) seg.nbuckets + pmh_segment_header(&seg)->nposting;
+			/* remember the shard in the spare high bits of count */
+			segs[nsegs].count |= (uint64_t) s << 40;
 			nsegs++;
 		}
-		visit(arg, s, desc, &counts);
+		visit(arg, s, desc, &counts, 0);
 	}
 	if (err == NULL)
 	{
@@ -265,20 +277,72 @@ pmh_table_attach(const PmhTable *t, uint64_t file_units, PmhFreeMap *map,
 		pmh_freemap_init(map, map->extents, map->capacity);
 		for (uint32_t i = 0; i < nsegs; i++)
 		{
+			uint64_t	count = segs[i].count & ((UINT64_C(1) << 40) - 1);
+			uint32_t	shard = (uint32_t) (segs[i].count >> 40);
+
 			if (segs[i].unit < next)
 			{
-				snprintf(msg, msglen, "segments at units %llu and %llu overlap",
-						 (unsigned long long) segs[i - 1].unit,
-						 (unsigned long long) segs[i].unit);
-				err = msg;
-				break;
+				snprintf(msg, msglen, "the segment of shard %u overlaps another one", shard);
+				if (!lenient)
+				{
+					err = msg;
+					break;
+				}
+				visit(arg, shard, 0, &none, 1);
+				continue;
 			}
 			pmh_freemap_release(map, next, segs[i].unit - next);
-			next = segs[i].unit + segs[i].count;
+			next = segs[i].unit + count;
 		}
 		if (err == NULL)
 			pmh_freemap_release(map, next, file_units - next);
 	}
 	ops->free_memory(ops->arg, segs);
 	return err;
+}
+
+/* Base address used by the file-level helpers below. */
+static char *
+fixed_base(void *arg)
+{
+	return arg;
+}
+
+/*
+ * Flag the unverified entries of every sound segment of a mapped file (see
+ * pmh_flag_unverified).  Returns the number of entries flagged.
+ */
+uint64_t
+pmh_file_flag_unverified(char *base, uint64_t file_units, uint64_t after_lsn,
+						 const PmhPersist *persist)
+{
+	const PmhFileHeader *hdr = (const PmhFileHeader *) base;
+	PmhTableOps ops;
+	PmhTable	t;
+	const uint64_t *dir;
+	uint64_t	flagged = 0;
+	char		msg[128];
+
+	if (pmh_header_check(hdr, file_units) != NULL)
+		return 0;
+	memset(&ops, 0, sizeof(ops));
+	ops.base = fixed_base;
+	ops.arg = base;
+	t.ops = &ops;
+	t.persist = persist;
+	t.shard_bits = hdr->shard_bits;
+	t.file_generation = hdr->build_generation;
+	t.dir_unit = hdr->dir_unit;
+	dir = (const uint64_t *) unit_address(&t, t.dir_unit);
+	for (uint32_t s = 0; s < (UINT32_C(1) << t.shard_bits); s++)
+	{
+		PmhSegment	seg;
+
+		if (dir[s] == 0 ||
+			check_descriptor(&t, s, dir[s], hdr->data_unit, file_units, msg, sizeof(msg)))
+			continue;
+		pmh_table_segment(&t, dir[s], &seg);
+		flagged += pmh_flag_unverified(&seg, after_lsn, persist);
+	}
+	return flagged;
 }

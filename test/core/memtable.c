@@ -361,8 +361,9 @@ memtable_crash(MemTable *mt, double evict_probability, uint64_t seed)
 
 /* Attach visitor: copy a shard's descriptor and counts. */
 static void
-attach_visit(void *arg, uint32_t shard, uint64_t desc, const PmhCounts *counts)
+attach_visit(void *arg, uint32_t shard, uint64_t desc, const PmhCounts *counts, int broken)
 {
+	(void) broken;
 	MemTable   *mt = arg;
 
 	mt->mirror[shard] = desc;
@@ -375,6 +376,6 @@ memtable_attach(MemTable *mt)
 {
 	static char msg[256];
 
-	return pmh_table_attach(&mt->table, mt->units, &mt->freemap, attach_visit, mt,
+	return pmh_table_attach(&mt->table, mt->units, &mt->freemap, 0, attach_visit, mt,
 							msg, sizeof(msg));
 }
