@@ -13,11 +13,14 @@ OBJS = \
 	src/pmfuncs.o \
 	src/pmhash.o \
 	src/pminsert.o \
+	src/pmrecovery.o \
 	src/pmscan.o \
 	src/pmshard.o \
 	src/pmshmem.o \
+	src/pmutility.o \
 	src/pmvacuum.o \
 	src/pmvalidate.o \
+	src/pmwal.o \
 	src/core/pmh_alloc.o \
 	src/core/pmh_crc32c.o \
 	src/core/pmh_file.o \

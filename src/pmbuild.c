@@ -11,6 +11,11 @@
  * segment in one go.  Later batches are merged into shards by rebuilding
  * those that receive many entries and inserting into the others.  Nobody
  * can see the index while it is built, so flushing waits for the end.
+ * With WAL, the build logs the new file and every shard's content, so that
+ * standbys and archive recovery rebuild the same index.
+ *
+ * The same build repairs, automatically and with a LOG line, a file that
+ * recovery could not bring up to date.
  *
  * Copyright (c) 2026, pmhash developers
  *
@@ -21,10 +26,16 @@
  */
 #include "postgres.h"
 
+#include "access/parallel.h"
+#include "access/table.h"
 #include "access/tableam.h"
+#include "access/xlog.h"
+#include "catalog/index.h"
 #include "miscadmin.h"
 #include "port/pg_bitutils.h"
 #include "storage/bufmgr.h"
+#include "storage/lmgr.h"
+#include "utils/builtins.h"
 #include "utils/rel.h"
 
 #include "pmhash.h"
@@ -41,6 +52,7 @@ typedef struct BuildState
 	uint64		nentries;
 	uint64		maxentries;
 	bool		created;
+	bool		transactional;	/* an abort removes the new file */
 	double		index_tuples;
 } BuildState;
 
@@ -70,7 +82,8 @@ flush_batch(BuildState *bs)
 
 	if (!bs->created)
 	{
-		ix = pmh_create(bs->index, choose_shard_bits(bs->index, (double) bs->nentries), true);
+		ix = pmh_create(bs->index, choose_shard_bits(bs->index, (double) bs->nentries), true,
+						bs->transactional);
 		bs->created = true;
 	}
 	else
@@ -103,16 +116,23 @@ flush_batch(BuildState *bs)
 		LWLockAcquire(lock, LW_EXCLUSIVE);
 		desc = pg_atomic_read_u64(&state->desc);
 		if (desc == 0 || count > state->counts.entries / 4)
-			st = pmh_table_rebuild(&ix->table, s, desc, parted + from, count,
+			st = pmh_table_rebuild(&ix->table, s, desc, parted + from, count, 0,
 								   PMH_BUILD_FILL, 0, &state->counts);
 		else
 		{
-			for (uint64 i = from; i < start[s] && st == PMH_OK; i++)
+			for (uint64 i = from; i < start[s] && (st == PMH_OK || st == PMH_PRESENT); i++)
+			{
+				uint64		lsn = 0;
+
+				if (ix->logged)
+					lsn = pmh_log_insert(&ix->node, parted[i].hash, (ItemPointer) &parted[i].tid);
 				st = pmh_table_insert(&ix->table, s, pg_atomic_read_u64(&state->desc),
-									  &state->counts, parted[i].hash, parted[i].tid, 0);
+									  &state->counts, parted[i].hash, parted[i].tid, lsn,
+									  PMH_INSERT_NEW);
+			}
 		}
 		LWLockRelease(lock);
-		if (st != PMH_OK)
+		if (st != PMH_OK && st != PMH_PRESENT)
 			ereport(ERROR,
 					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 					 errmsg("pmhash index \"%s\" shard %u cannot hold its entries",
@@ -140,42 +160,91 @@ build_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 	e = &bs->entries[bs->nentries++];
 	e->hash = DatumGetUInt32(FunctionCall1Coll(bs->hash_proc, bs->collation, values[0]));
 	memcpy(&e->tid, tid, sizeof(PmhTid));
+	e->flags = 0;
 	bs->index_tuples++;
 }
 
-/* ambuild: build the index from the heap. */
-IndexBuildResult *
-pmhashbuild(Relation heap, Relation index, IndexInfo *indexInfo)
+/* Build the index file from the heap; returns the number of entries. */
+static double
+build_index(Relation heap, Relation index, IndexInfo *indexInfo, bool transactional,
+			double *heap_tuples)
 {
-	IndexBuildResult *result;
 	BuildState	bs;
-	double		reltuples;
 	PmhIndex   *ix;
-
-	if (RelationGetNumberOfBlocks(index) != 0)
-		elog(ERROR, "index \"%s\" already contains data", RelationGetRelationName(index));
-	pmhash_check_preloaded();
 
 	memset(&bs, 0, sizeof(bs));
 	bs.index = index;
+	bs.transactional = transactional;
 	bs.hash_proc = index_getprocinfo(index, 1, 1);
 	bs.collation = index->rd_indcollation[0];
 	bs.maxentries = Max((uint64) maintenance_work_mem * 1024 / (2 * sizeof(PmhEntry)), 1024);
 	bs.entries = palloc_extended(bs.maxentries * sizeof(PmhEntry), MCXT_ALLOC_HUGE);
 
-	reltuples = table_index_build_scan(heap, index, indexInfo, true, true,
-									   build_callback, &bs, NULL);
+	*heap_tuples = table_index_build_scan(heap, index, indexInfo, true, true,
+										  build_callback, &bs, NULL);
 	flush_batch(&bs);
 	pfree(bs.entries);
 
 	ix = pmh_open(index);
 	pmh_finish_deferred(ix);
 	pmh_leave();
+	return bs.index_tuples;
+}
 
-	result = palloc(sizeof(IndexBuildResult));
-	result->heap_tuples = reltuples;
-	result->index_tuples = bs.index_tuples;
+/* ambuild: build the index from the heap. */
+IndexBuildResult *
+pmhashbuild(Relation heap, Relation index, IndexInfo *indexInfo)
+{
+	IndexBuildResult *result = palloc(sizeof(IndexBuildResult));
+
+	if (RelationGetNumberOfBlocks(index) != 0)
+		elog(ERROR, "index \"%s\" already contains data", RelationGetRelationName(index));
+	pmhash_check_preloaded();
+	result->index_tuples = build_index(heap, index, indexInfo, true, &result->heap_tuples);
 	return result;
+}
+
+/*
+ * Rebuild, from its table, an index whose file recovery could not bring up
+ * to date.  An AccessExclusiveLock on the index keeps readers and writers
+ * out meanwhile; the new file is not undone if the transaction aborts.
+ */
+void
+pmh_auto_rebuild(Relation index)
+{
+	Oid			heap_oid = IndexGetRelation(RelationGetRelid(index), false);
+	PmhFileKey	key;
+	char		path[MAXPGPATH];
+	uint64		state;
+	Relation	heap;
+	double		heap_tuples;
+	double		entries;
+
+	if (RecoveryInProgress() || IsParallelWorker())
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("pmhash index \"%s\" must be rebuilt from its table, which cannot happen here",
+						RelationGetRelationName(index)),
+				 errdetail("Recovery could not bring the index file up to date."),
+				 errhint("It is rebuilt automatically on first use after promotion; or run REINDEX INDEX %s on the primary.",
+						 quote_identifier(RelationGetRelationName(index)))));
+	LockRelationOid(RelationGetRelid(index), AccessExclusiveLock);
+	pmh_file_key(index, &key);
+	pmh_file_path(&key, path);
+	if (!pmh_file_state(path, &state) || !(state & PMH_STATE_NEEDS_REBUILD))
+	{
+		/* someone else rebuilt it meanwhile */
+		UnlockRelationOid(RelationGetRelid(index), AccessExclusiveLock);
+		return;
+	}
+	heap = table_open(heap_oid, AccessShareLock);
+	entries = build_index(heap, index, BuildIndexInfo(index), false, &heap_tuples);
+	ereport(LOG,
+			(errmsg("pmhash index \"%s\" was rebuilt from table \"%s\" with %.0f entries",
+					RelationGetRelationName(index), RelationGetRelationName(heap), entries),
+			 errdetail("Recovery could not bring its file up to date.")));
+	table_close(heap, AccessShareLock);
+	UnlockRelationOid(RelationGetRelid(index), AccessExclusiveLock);
 }
 
 /* ambuildempty: the init fork of an unlogged index holds just a metapage. */

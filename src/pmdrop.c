@@ -31,6 +31,7 @@
 #include "catalog/objectaccess.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_database.h"
+#include "catalog/pg_tablespace_d.h"
 #include "catalog/storage.h"
 #include "common/relpath.h"
 #include "miscadmin.h"
@@ -141,6 +142,8 @@ unlink_after_commit(const PmhFileKey *key, const char *path)
 	TrackedFile *tf = palloc(sizeof(TrackedFile));
 
 	tf->key = *key;
+	tf->relid = InvalidOid;
+	tf->subid = GetCurrentSubTransactionId();
 	strlcpy(tf->path, path, MAXPGPATH);
 	commit_unlinks = lappend(commit_unlinks, tf);
 	MemoryContextSwitchTo(old);
@@ -165,6 +168,7 @@ collect_commit_unlinks(void)
 
 		memset(&key, 0, sizeof(key));
 		key.node = nodes[i];
+		key.node.spcNode = InvalidOid;
 		key.backend = InvalidBackendId;
 		pmh_file_path(&key, path);
 		if (stat(path, &st) == 0)
@@ -277,9 +281,24 @@ subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 		case SUBXACT_EVENT_ABORT_SUB:
 			pmh_leave_all();
 			remove_created(mySubid);
+			/* drops of the aborted subtransaction do not happen */
+			foreach(lc, commit_unlinks)
+			{
+				TrackedFile *tf = lfirst(lc);
+
+				if (tf->subid == mySubid)
+					commit_unlinks = foreach_delete_current(commit_unlinks, lc);
+			}
 			break;
 		case SUBXACT_EVENT_COMMIT_SUB:
 			foreach(lc, created_files)
+			{
+				TrackedFile *tf = lfirst(lc);
+
+				if (tf->subid == mySubid)
+					tf->subid = parentSubid;
+			}
+			foreach(lc, commit_unlinks)
 			{
 				TrackedFile *tf = lfirst(lc);
 
@@ -292,14 +311,31 @@ subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 	}
 }
 
-/* Object access hook: a dropped database leaves orphans to sweep at commit. */
+/*
+ * Object access hook: a dropped database leaves orphans to sweep at commit;
+ * a dropped temporary index (even by ON COMMIT DROP, after PRE_COMMIT) has
+ * its file removed at commit.
+ */
 static void
 object_access(ObjectAccessType access, Oid classId, Oid objectId, int subId, void *arg)
 {
+	ListCell   *lc;
+
 	if (prev_object_access_hook)
 		prev_object_access_hook(access, classId, objectId, subId, arg);
-	if (access == OAT_DROP && classId == DatabaseRelationId)
+	if (access != OAT_DROP)
+		return;
+	if (classId == DatabaseRelationId)
 		sweep_at_commit = true;
+	if (classId != RelationRelationId || subId != 0)
+		return;
+	foreach(lc, temp_files)
+	{
+		TrackedFile *tf = lfirst(lc);
+
+		if (tf->relid == objectId)
+			unlink_after_commit(&tf->key, tf->path);
+	}
 }
 
 /* Register the callbacks (from _PG_init, inherited by every backend). */
@@ -314,27 +350,62 @@ pmh_drop_init(void)
 
 /* Parse an index file name into its identity; false if it is not one. */
 static bool
-parse_file_name(const char *name, PmhFileKey *key)
+parse_file_name(const char *name, Oid *db, Oid *rel, BackendId *backend)
 {
-	int			backend;
-	Oid			spc;
-	Oid			db;
-	Oid			rel;
+	int			b;
 	char		tail[8];
 
-	memset(key, 0, sizeof(PmhFileKey));
-	if (sscanf(name, "t%d_%u_%u_%u.%7s", &backend, &spc, &db, &rel, tail) == 5 &&
-		strcmp(tail, "pmh") == 0)
-		key->backend = backend;
-	else if (sscanf(name, "%u_%u_%u.%7s", &spc, &db, &rel, tail) == 4 &&
-			 strcmp(tail, "pmh") == 0)
-		key->backend = InvalidBackendId;
+	if (sscanf(name, "t%d_%u_%u.%7s", &b, db, rel, tail) == 4 && strcmp(tail, "pmh") == 0)
+		*backend = b;
+	else if (sscanf(name, "%u_%u.%7s", db, rel, tail) == 3 && strcmp(tail, "pmh") == 0)
+		*backend = InvalidBackendId;
 	else
 		return false;
-	key->node.spcNode = spc;
-	key->node.dbNode = db;
-	key->node.relNode = rel;
 	return true;
+}
+
+/* Whether the main fork of a relation exists in tablespace spc. */
+static bool
+main_fork_in(Oid spc, Oid db, Oid rel, BackendId backend, RelFileNode *node)
+{
+	char	   *path;
+	struct stat st;
+	bool		exists;
+
+	node->spcNode = spc;
+	node->dbNode = db;
+	node->relNode = rel;
+	path = relpathbackend(*node, backend, MAIN_FORKNUM);
+	exists = stat(path, &st) == 0 || errno != ENOENT;
+	pfree(path);
+	return exists;
+}
+
+/*
+ * Whether the main fork of a relation exists in any tablespace (file names
+ * leave the tablespace out); if so, node gets its full identity.
+ */
+bool
+pmh_find_main_fork(Oid db, Oid rel, BackendId backend, RelFileNode *node)
+{
+	DIR		   *dir;
+	struct dirent *de;
+	bool		found;
+
+	if (main_fork_in(DEFAULTTABLESPACE_OID, db, rel, backend, node))
+		return true;
+	dir = AllocateDir("pg_tblspc");
+	found = false;
+	while (!found && dir != NULL && (de = ReadDir(dir, "pg_tblspc")) != NULL)
+	{
+		Oid			spc = (Oid) strtoul(de->d_name, NULL, 10);
+
+		if (spc != InvalidOid)
+			found = main_fork_in(spc, db, rel, backend, node);
+	}
+	if (dir != NULL)
+		FreeDir(dir);
+	return found;
 }
 
 /* Remove index files whose main fork is gone. */
@@ -348,24 +419,20 @@ pmh_sweep_orphans(int elevel)
 		return;
 	while ((de = ReadDirExtended(dir, pmhash_directory, LOG)) != NULL)
 	{
-		PmhFileKey	key;
-		char	   *main_fork;
+		Oid			db;
+		Oid			rel;
+		BackendId	backend;
+		RelFileNode node;
 		char		path[MAXPGPATH];
-		struct stat st;
 
-		if (!parse_file_name(de->d_name, &key))
+		if (!parse_file_name(de->d_name, &db, &rel, &backend))
 			continue;
-		main_fork = relpathbackend(key.node, key.backend, MAIN_FORKNUM);
+		snprintf(path, MAXPGPATH, "%s/%s", pmhash_directory, de->d_name);
 		LWLockAcquire(pmh_file_lock(), LW_EXCLUSIVE);
-		if (stat(main_fork, &st) != 0 && errno == ENOENT)
-		{
-			pmh_file_path(&key, path);
-			if (unlink(path) == 0)
-				ereport(elevel,
-						(errmsg("removed orphaned pmhash file \"%s\"", path)));
-		}
+		if (!pmh_find_main_fork(db, rel, backend, &node) && unlink(path) == 0)
+			ereport(elevel,
+					(errmsg("removed orphaned pmhash file \"%s\"", path)));
 		LWLockRelease(pmh_file_lock());
-		pfree(main_fork);
 	}
 	FreeDir(dir);
 }

@@ -7,8 +7,10 @@
  * Each index has a small ordinary main fork whose block 0 is a metapage
  * recording the build generation of its pmhash file; core's transactional
  * storage carries the main fork through DROP, TRUNCATE, REINDEX and
- * recovery, and the file is named after the main fork's relfilenode.  A
- * file whose header does not match its metapage is reported as damaged.
+ * recovery, and the file is named after the main fork's database and
+ * relfilenode (not its tablespace, which ALTER DATABASE SET TABLESPACE can
+ * change under it).  A file whose header does not match its metapage is
+ * reported as damaged.
  *
  * Persistence: on DAX (is_pmem) every change is flushed and fenced as the
  * core orders it.  On an ordinary file, per-entry changes are collected as
@@ -30,6 +32,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "access/xlog.h"
 #include "access/xloginsert.h"
 #include "common/pg_prng.h"
 #include "miscadmin.h"
@@ -47,31 +50,54 @@
 #define LARGE_GROWTH_UNITS		8192	/* growth granularity of large files: 2 MiB */
 #define SMALL_GROWTH_UNITS		64		/* growth granularity of small files: 16 kB */
 
+/* How attach() found a file. */
+typedef enum AttachResult
+{
+	ATTACHED,
+	NEEDS_REBUILD,				/* recovery left it to be rebuilt from the heap */
+	UNUSABLE					/* replay only: missing or damaged */
+} AttachResult;
+
 static HTAB *local_indexes = NULL;
 static uint64 forget_seen = 0;
 static bool any_dirty = false;
 
 static void map_file(PmhIndex *ix, const char *path, Relation index);
 
-/* The file identity of an index relation. */
+/*
+ * The file identity of an index relation: database, relfilenode, and the
+ * owning backend of a temporary index.  The tablespace is left out, as in
+ * the file name, since moving a database changes it under the index.
+ */
 void
 pmh_file_key(Relation index, PmhFileKey *key)
 {
 	memset(key, 0, sizeof(PmhFileKey));
 	key->node = index->rd_node;
+	key->node.spcNode = InvalidOid;
 	key->backend = index->rd_backend;
 }
 
-/* Path of an index file: named after the relfilenode, in pmhash.directory. */
+/* Path of an index file, in pmhash.directory, named after database and relfilenode. */
 void
 pmh_file_path(const PmhFileKey *key, char *path)
 {
 	if (key->backend == InvalidBackendId)
-		snprintf(path, MAXPGPATH, "%s/%u_%u_%u.pmh", pmhash_directory,
-				 key->node.spcNode, key->node.dbNode, key->node.relNode);
+		snprintf(path, MAXPGPATH, "%s/%u_%u.pmh", pmhash_directory,
+				 key->node.dbNode, key->node.relNode);
 	else
-		snprintf(path, MAXPGPATH, "%s/t%d_%u_%u_%u.pmh", pmhash_directory,
-				 key->backend, key->node.spcNode, key->node.dbNode, key->node.relNode);
+		snprintf(path, MAXPGPATH, "%s/t%d_%u_%u.pmh", pmhash_directory,
+				 key->backend, key->node.dbNode, key->node.relNode);
+}
+
+/* The key of a permanent index's file. */
+static void
+permanent_key(const RelFileNode *node, PmhFileKey *key)
+{
+	memset(key, 0, sizeof(PmhFileKey));
+	key->node = *node;
+	key->node.spcNode = InvalidOid;
+	key->backend = InvalidBackendId;
 }
 
 /* Report a damaged index; the hint says how to repair it. */
@@ -160,20 +186,24 @@ prune_locals(void)
 	{
 		if (ix->slot == NULL || ix->slot->slot_gen != ix->slot_gen ||
 			ix->slot->state != PMH_SLOT_READY)
+		{
+			if (ix->ndirty > 0 && ix->base != NULL)
+				pmh_sync_dirty(ix);
 			unmap_local(ix);
+		}
 	}
 }
 
 /* Flush callback on DAX. */
-static void
-pmem_path_flush(void *arg, const void *addr, size_t len)
+void
+pmh_pmem_flush(void *arg, const void *addr, size_t len)
 {
 	pmem_flush(addr, len);
 }
 
 /* Drain callback on DAX. */
-static void
-pmem_path_drain(void *arg)
+void
+pmh_pmem_drain(void *arg)
 {
 	pmem_drain();
 }
@@ -239,7 +269,7 @@ pmh_sync_dirty(PmhIndex *ix)
 	ix->ndirty = 0;
 }
 
-/* msync every file this backend dirtied (at commit). */
+/* msync every file this backend dirtied (at commit, and during replay). */
 void
 pmh_sync_all_dirty(void)
 {
@@ -257,30 +287,32 @@ pmh_sync_all_dirty(void)
 	any_dirty = false;
 }
 
+/* The persistence callbacks a file gets when not in a bulk build. */
+static PmhPersist
+normal_persist(PmhIndex *ix)
+{
+	if (!ix->durable)
+		return (PmhPersist) {NULL, NULL, NULL, ix};
+	if (ix->is_pmem)
+		return (PmhPersist) {pmh_pmem_flush, pmh_pmem_drain, pmh_pmem_drain, ix};
+	return (PmhPersist) {msync_path_flush, NULL, msync_path_sync, ix};
+}
+
 /* Make a deferred (bulk-built) file durable as a whole. */
 void
 pmh_finish_deferred(PmhIndex *ix)
 {
 	ix->deferred = false;
-	ix->persist.flush = NULL;
-	ix->persist.drain = NULL;
-	ix->persist.sync = NULL;
 	if (ix->durable)
 	{
 		if (ix->is_pmem)
-		{
 			pmem_persist(ix->base, ix->mapped_len);
-			ix->persist = (PmhPersist) {pmem_path_flush, pmem_path_drain, pmem_path_drain, ix};
-		}
-		else
-		{
-			if (pmem_msync(ix->base, ix->mapped_len) != 0)
-				ereport(ERROR,
-						(errcode_for_file_access(),
-						 errmsg("could not sync pmhash file \"%s\": %m", ix->slot->path)));
-			ix->persist = (PmhPersist) {msync_path_flush, NULL, msync_path_sync, ix};
-		}
+		else if (pmem_msync(ix->base, ix->mapped_len) != 0)
+			ereport(ERROR,
+					(errcode_for_file_access(),
+					 errmsg("could not sync pmhash file \"%s\": %m", ix->slot->path)));
 	}
+	ix->persist = normal_persist(ix);
 }
 
 /* Make sure the mapping covers the file up to end_unit, remapping if it grew. */
@@ -298,7 +330,7 @@ pmh_ensure_mapped(PmhIndex *ix, uint64 end_unit)
 				 errhint("REINDEX the index.")));
 }
 
-/* Map (or remap) a file into this backend. */
+/* Map (or remap) a file into this backend; NULL index: errors name the file only. */
 static void
 map_file(PmhIndex *ix, const char *path, Relation index)
 {
@@ -309,9 +341,6 @@ map_file(PmhIndex *ix, const char *path, Relation index)
 	base = pmem_map_file(path, 0, 0, 0, &len, &is_pmem);
 	if (base == NULL)
 	{
-		int			save_errno = errno;
-
-		errno = save_errno;
 		if (index)
 			ereport(ERROR,
 					(errcode_for_file_access(),
@@ -455,7 +484,10 @@ ops_free_space(void *arg, uint64 unit, uint64 units)
 static void
 ops_publish(void *arg, uint32 shard, uint64 desc)
 {
-	pg_atomic_write_u64(&((PmhIndex *) arg)->slot->shards[shard].desc, desc);
+	PmhShardState *state = &((PmhIndex *) arg)->slot->shards[shard];
+
+	pg_atomic_write_u64(&state->desc, desc);
+	state->broken = false;
 }
 
 /* Table callback: current mapping. */
@@ -463,6 +495,17 @@ static char *
 ops_base(void *arg)
 {
 	return ((PmhIndex *) arg)->base;
+}
+
+/* Table callback: log the content of a rebuilt shard, when the index is logged. */
+static uint64
+ops_log_rebuild(void *arg, uint32 shard, const PmhEntry *entries, uint64 count, double fill)
+{
+	PmhIndex   *ix = arg;
+
+	if (!ix->logged)
+		return 0;
+	return pmh_log_entries(&ix->node, true, shard, fill, entries, count);
 }
 
 /* Set up the core table view and persistence of a mapped, attached file. */
@@ -473,13 +516,8 @@ setup_table(PmhIndex *ix)
 
 	ix->durable = ix->slot->durable;
 	ix->ops = (PmhTableOps) {ops_alloc_memory, ops_free_memory, ops_alloc_space,
-		ops_free_space, ops_publish, ops_base, ix};
-	if (!ix->durable || ix->deferred)
-		ix->persist = (PmhPersist) {NULL, NULL, NULL, ix};
-	else if (ix->is_pmem)
-		ix->persist = (PmhPersist) {pmem_path_flush, pmem_path_drain, pmem_path_drain, ix};
-	else
-		ix->persist = (PmhPersist) {msync_path_flush, NULL, msync_path_sync, ix};
+		ops_free_space, ops_publish, ops_base, ops_log_rebuild, ix};
+	ix->persist = ix->deferred ? (PmhPersist) {NULL, NULL, NULL, ix} : normal_persist(ix);
 	ix->table.ops = &ix->ops;
 	ix->table.persist = &ix->persist;
 	ix->table.shard_bits = hdr->shard_bits;
@@ -575,10 +613,26 @@ ensure_directory(void)
 				 errmsg("could not create pmhash directory \"%s\": %m", pmhash_directory)));
 }
 
-/* Create a fresh, empty index file with its header and an empty directory. */
+/* Make a freshly written range durable (DAX or ordinary file). */
+static void
+persist_range(char *base, size_t len, int is_pmem, const char *path)
+{
+	if (is_pmem)
+		pmem_persist(base, len);
+	else if (pmem_msync(base, len) != 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not sync pmhash file \"%s\": %m", path)));
+}
+
+/*
+ * Create a fresh, empty index file with its header and an empty directory,
+ * replacing any file of the same name.  A transactional creation is undone
+ * if the (sub)transaction aborts.
+ */
 static void
 create_file(const PmhFileKey *key, Oid relid, const char *path, uint32 shard_bits,
-			uint64 generation, bool durable, bool transactional)
+			uint64 generation, uint32 state, bool durable, bool transactional)
 {
 	PmhFileHeader hdr;
 	uint32		flags = key->backend != InvalidBackendId ? PMH_FILE_TEMP : 0;
@@ -595,6 +649,7 @@ create_file(const PmhFileKey *key, Oid relid, const char *path, uint32 shard_bit
 	pmh_header_init(&hdr, key->node.spcNode, key->node.dbNode, key->node.relNode,
 					key->backend == InvalidBackendId ? -1 : key->backend,
 					generation, shard_bits, flags);
+	hdr.state = state;
 	len = (hdr.data_unit + INITIAL_SPARE_UNITS) * PMH_UNIT_SIZE;
 	base = pmem_map_file(path, len, PMEM_FILE_CREATE | PMEM_FILE_EXCL, 0600, &len, &is_pmem);
 	LWLockRelease(pmh_file_lock());
@@ -606,20 +661,7 @@ create_file(const PmhFileKey *key, Oid relid, const char *path, uint32 shard_bit
 						 pmhash_directory)));
 	memcpy(base, &hdr, sizeof(hdr));
 	if (durable)
-	{
-		if (is_pmem)
-			pmem_persist(base, len);
-		else if (pmem_msync(base, len) != 0)
-		{
-			int			save_errno = errno;
-
-			pmem_unmap(base, len);
-			errno = save_errno;
-			ereport(ERROR,
-					(errcode_for_file_access(),
-					 errmsg("could not sync pmhash file \"%s\": %m", path)));
-		}
-	}
+		persist_range(base, len, is_pmem, path);
 	pmem_unmap(base, len);
 	if (durable)
 		fsync_fname(pmhash_directory, true);
@@ -654,11 +696,43 @@ make_meta(PmhashMetaData *meta, uint64 generation, uint32 shard_bits, uint32 fla
 	strlcpy(meta->directory, pmhash_directory, MAXPGPATH);
 }
 
+/* Attach callback: fill a shard's mirror and counters. */
+static void
+attach_visit(void *arg, uint32 shard, uint64 desc, const PmhCounts *counts, int broken)
+{
+	PmhSlot    *slot = arg;
+
+	pg_atomic_write_u64(&slot->shards[shard].desc, desc);
+	slot->shards[shard].counts = *counts;
+	slot->shards[shard].broken = broken != 0;
+}
+
+/*
+ * Check a freshly mapped file against what it should be; NULL if sound.
+ * generation 0 skips the build check (replay has no metapage at hand).
+ */
+static const char *
+check_header(PmhIndex *ix, uint64 generation)
+{
+	PmhFileHeader *hdr = (PmhFileHeader *) ix->base;
+	const char *err = pmh_header_check(hdr, ix->mapped_len / PMH_UNIT_SIZE);
+
+	if (err == NULL &&
+		(hdr->db_oid != ix->key.node.dbNode || hdr->rel_node != ix->key.node.relNode))
+		err = "The file belongs to another relation; it was copied or moved.";
+	if (err == NULL && generation != 0 && hdr->build_generation != generation)
+		err = "The file does not belong to this build of the index.";
+	return err;
+}
+
 /*
  * Attach a file to shared memory (or find it attached) and map it.  Called
  * without an announcement of ours, so that waiting for readers is safe.
+ * index is NULL during replay, which cannot read the metapage and takes
+ * what it finds; during recovery, shards that fail validation are marked
+ * broken instead of failing the whole file.
  */
-static void
+static AttachResult
 attach(Relation index, PmhIndex *ix)
 {
 	PmhashMetaData meta;
@@ -667,6 +741,7 @@ attach(Relation index, PmhIndex *ix)
 	char		path[MAXPGPATH];
 	char		msg[256];
 	const char *err;
+	bool		lenient = RecoveryInProgress();
 
 	pmh_file_path(&ix->key, path);
 	LWLockAcquire(pmh_slot_table_lock(), LW_EXCLUSIVE);
@@ -681,34 +756,65 @@ attach(Relation index, PmhIndex *ix)
 			setup_table(ix);
 		}
 		LWLockRelease(pmh_slot_table_lock());
-		return;
+		return ATTACHED;
 	}
 
-	pmh_read_meta(index, &meta);
-	if (meta.flags & PMHASH_META_INIT_FORK)
+	if (index != NULL)
 	{
-		/*
-		 * An unlogged index reset by crash recovery: start an empty file.
-		 * This is not part of the transaction: an abort must not undo it.
-		 */
-		make_meta(&meta, new_generation(), meta.shard_bits, 0);
-		create_file(&ix->key, RelationGetRelid(index), path, meta.shard_bits,
-					meta.build_generation, true, false);
-		pmh_write_meta(index, MAIN_FORKNUM, &meta);
+		pmh_read_meta(index, &meta);
+		if (meta.flags & PMHASH_META_INIT_FORK)
+		{
+			/*
+			 * An unlogged index reset by crash recovery: start an empty file.
+			 * This is not part of the transaction: an abort must not undo it.
+			 */
+			make_meta(&meta, new_generation(), meta.shard_bits, 0);
+			create_file(&ix->key, RelationGetRelid(index), path, meta.shard_bits,
+						meta.build_generation, 0, true, false);
+			pmh_write_meta(index, MAIN_FORKNUM, &meta);
+		}
 	}
-	map_file(ix, path, index);
+	else
+	{
+		struct stat st;
+
+		if (stat(path, &st) != 0)
+		{
+			LWLockRelease(pmh_slot_table_lock());
+			return UNUSABLE;
+		}
+	}
+	PG_TRY();
+	{
+		map_file(ix, path, index);
+	}
+	PG_CATCH();
+	{
+		if (index != NULL)
+			PG_RE_THROW();
+		FlushErrorState();
+	}
+	PG_END_TRY();
+	if (ix->base == NULL)
+	{
+		LWLockRelease(pmh_slot_table_lock());
+		return UNUSABLE;
+	}
 	hdr = (PmhFileHeader *) ix->base;
-	err = pmh_header_check(hdr, ix->mapped_len / PMH_UNIT_SIZE);
-	if (err == NULL &&
-		(hdr->spc_oid != ix->key.node.spcNode || hdr->db_oid != ix->key.node.dbNode ||
-		 hdr->rel_node != ix->key.node.relNode))
-		err = "The file belongs to another relation; it was copied or moved.";
-	if (err == NULL && hdr->build_generation != meta.build_generation)
-		err = "The file does not belong to this build of the index.";
+	err = check_header(ix, index ? meta.build_generation : 0);
+	if (err == NULL && (hdr->state & PMH_STATE_NEEDS_REBUILD))
+	{
+		unmap_local(ix);
+		LWLockRelease(pmh_slot_table_lock());
+		return index ? NEEDS_REBUILD : UNUSABLE;
+	}
 	if (err)
 	{
-		snprintf(msg, sizeof(msg), "File \"%s\": %s", path, err);
 		unmap_local(ix);
+		LWLockRelease(pmh_slot_table_lock());
+		if (index == NULL)
+			return UNUSABLE;
+		snprintf(msg, sizeof(msg), "File \"%s\": %s", path, err);
 		pmh_raise_damaged(index, msg);
 	}
 
@@ -720,26 +826,28 @@ attach(Relation index, PmhIndex *ix)
 	ix->slot = slot;
 	setup_table(ix);
 	err = pmh_table_attach(&ix->table, ix->mapped_len / PMH_UNIT_SIZE, &slot->freemap,
-						   pmh_attach_visit, slot, msg, sizeof(msg));
+						   lenient, attach_visit, slot, msg, sizeof(msg));
 	if (err)
 	{
 		pmh_slot_release(slot);
 		unmap_local(ix);
+		LWLockRelease(pmh_slot_table_lock());
+		if (index == NULL)
+			return UNUSABLE;
 		pmh_raise_damaged(index, err);
 	}
 	slot->state = PMH_SLOT_READY;
 	ix->slot_gen = slot->slot_gen;
 	LWLockRelease(pmh_slot_table_lock());
+	return ATTACHED;
 }
 
-/* Attach callback: fill a shard's mirror and counters. */
-void
-pmh_attach_visit(void *arg, uint32 shard, uint64 desc, const PmhCounts *counts)
+/* Whether a local entry is attached to a live slot (announced caller). */
+static bool
+still_attached(PmhIndex *ix)
 {
-	PmhSlot    *slot = arg;
-
-	pg_atomic_write_u64(&slot->shards[shard].desc, desc);
-	slot->shards[shard].counts = *counts;
+	return ix->slot != NULL && ix->base != NULL &&
+		ix->slot->slot_gen == ix->slot_gen && ix->slot->state == PMH_SLOT_READY;
 }
 
 /*
@@ -757,23 +865,52 @@ pmh_open(Relation index)
 	prune_locals();
 	pmh_fault_set_index(RelationGetRelationName(index));
 	ix = local_entry(&key);
+	ix->logged = RelationNeedsWAL(index);
+	ix->node = index->rd_node;
 	for (;;)
 	{
 		pmh_enter();
-		if (ix->slot != NULL && ix->base != NULL &&
-			ix->slot->slot_gen == ix->slot_gen && ix->slot->state == PMH_SLOT_READY)
+		if (still_attached(ix))
 			return ix;
 		pmh_leave();
-		attach(index, ix);
+		if (attach(index, ix) == NEEDS_REBUILD)
+			pmh_auto_rebuild(index);
+	}
+}
+
+/*
+ * Open a permanent index file for WAL replay, by its identity alone.  NULL
+ * if the file is missing or cannot be used.  The caller must pmh_leave().
+ */
+PmhIndex *
+pmh_open_for_redo(const RelFileNode *node)
+{
+	PmhFileKey	key;
+	PmhIndex   *ix;
+
+	permanent_key(node, &key);
+	prune_locals();
+	ix = local_entry(&key);
+	ix->logged = false;
+	ix->node = *node;
+	for (;;)
+	{
+		pmh_enter();
+		if (still_attached(ix))
+			return ix;
+		pmh_leave();
+		if (attach(NULL, ix) != ATTACHED)
+			return NULL;
 	}
 }
 
 /*
  * Create the file of a new index build (replacing any previous file of the
- * same relfilenode) and its metapage; returns it opened as by pmh_open.
+ * same relfilenode), log it, and write its metapage; returns it opened as by
+ * pmh_open.  A transactional build is undone by an abort.
  */
 PmhIndex *
-pmh_create(Relation index, uint32 shard_bits, bool deferred)
+pmh_create(Relation index, uint32 shard_bits, bool deferred, bool transactional)
 {
 	PmhFileKey	key;
 	PmhashMetaData meta;
@@ -787,13 +924,116 @@ pmh_create(Relation index, uint32 shard_bits, bool deferred)
 	pmh_drop_local(&key);
 
 	make_meta(&meta, new_generation(), shard_bits, 0);
-	create_file(&key, RelationGetRelid(index), path, shard_bits, meta.build_generation,
-				key.backend == InvalidBackendId, true);
+	create_file(&key, RelationGetRelid(index), path, shard_bits, meta.build_generation, 0,
+				key.backend == InvalidBackendId, transactional);
+	if (RelationNeedsWAL(index))
+		pmh_log_create(&index->rd_node, meta.build_generation, shard_bits, 0);
 	pmh_write_meta(index, MAIN_FORKNUM, &meta);
 
 	ix = local_entry(&key);
 	ix->deferred = deferred;
 	return pmh_open(index);
+}
+
+/* Replay of CREATE: an empty file, replacing any previous one. */
+void
+pmh_create_for_redo(const RelFileNode *node, uint64 generation, uint32 shard_bits,
+					uint32 flags)
+{
+	PmhFileKey	key;
+	char		path[MAXPGPATH];
+
+	permanent_key(node, &key);
+	pmh_file_path(&key, path);
+	pmh_forget_file(&key);
+	pmh_drop_local(&key);
+	create_file(&key, InvalidOid, path, shard_bits, generation, 0, true, false);
+}
+
+/*
+ * Copy the file of an index that core moved to a new relfilenode (ALTER
+ * INDEX SET TABLESPACE, CREATE DATABASE from a template), rewriting the
+ * identity in its header.  False if the source cannot be read.
+ */
+bool
+pmh_copy_file(const RelFileNode *from, const RelFileNode *to)
+{
+	PmhFileKey	src_key;
+	PmhFileKey	dst_key;
+	char		src[MAXPGPATH];
+	char		dst[MAXPGPATH];
+	size_t		src_len;
+	size_t		dst_len;
+	int			src_pmem;
+	int			dst_pmem;
+	char	   *src_base;
+	char	   *dst_base;
+	PmhFileHeader *hdr;
+
+	permanent_key(from, &src_key);
+	permanent_key(to, &dst_key);
+	pmh_file_path(&src_key, src);
+	pmh_file_path(&dst_key, dst);
+	src_base = pmem_map_file(src, 0, 0, 0, &src_len, &src_pmem);
+	if (src_base == NULL)
+		return false;
+	pmh_forget_file(&dst_key);
+	pmh_drop_local(&dst_key);
+	ensure_directory();
+	LWLockAcquire(pmh_file_lock(), LW_EXCLUSIVE);
+	(void) unlink(dst);
+	dst_base = pmem_map_file(dst, src_len, PMEM_FILE_CREATE | PMEM_FILE_EXCL, 0600,
+							 &dst_len, &dst_pmem);
+	LWLockRelease(pmh_file_lock());
+	if (dst_base == NULL)
+	{
+		int			save_errno = errno;
+
+		pmem_unmap(src_base, src_len);
+		errno = save_errno;
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not create pmhash file \"%s\": %m", dst)));
+	}
+	memcpy(dst_base, src_base, src_len);
+	hdr = (PmhFileHeader *) dst_base;
+	hdr->spc_oid = to->spcNode;	/* informational: names ignore it */
+	hdr->db_oid = to->dbNode;
+	hdr->rel_node = to->relNode;
+	hdr->checksum = pmh_header_checksum(hdr);
+	persist_range(dst_base, dst_len, dst_pmem, dst);
+	pmem_unmap(dst_base, dst_len);
+	pmem_unmap(src_base, src_len);
+	fsync_fname(pmhash_directory, true);
+	return true;
+}
+
+/*
+ * Leave an empty file marked to be rebuilt for an index whose file is
+ * missing after recovery, with the build generation of its metapage.
+ */
+void
+pmh_create_placeholder(const RelFileNode *node)
+{
+	PmhFileKey	key;
+	char		path[MAXPGPATH];
+	SMgrRelation smgr = smgropen(*node, InvalidBackendId);
+	Buffer		buf;
+	PmhashMetaData meta;
+
+	if (!smgrexists(smgr, MAIN_FORKNUM) || smgrnblocks(smgr, MAIN_FORKNUM) == 0)
+		return;
+	buf = ReadBufferWithoutRelcache(*node, MAIN_FORKNUM, PMHASH_META_BLKNO, RBM_NORMAL,
+									NULL, true);
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	memcpy(&meta, PageGetContents(BufferGetPage(buf)), sizeof(meta));
+	UnlockReleaseBuffer(buf);
+	if (meta.magic != PMHASH_META_MAGIC || meta.shard_bits > PMH_MAX_SHARD_BITS)
+		return;
+	permanent_key(node, &key);
+	pmh_file_path(&key, path);
+	create_file(&key, InvalidOid, path, meta.shard_bits, meta.build_generation,
+				PMH_STATE_NEEDS_REBUILD, true, false);
 }
 
 /* Metapage of the init fork of an unlogged index. */
@@ -804,6 +1044,43 @@ pmh_write_init_meta(Relation index, uint32 shard_bits)
 
 	make_meta(&meta, 0, shard_bits, PMHASH_META_INIT_FORK);
 	pmh_write_meta(index, INIT_FORKNUM, &meta);
+}
+
+/* The state bits of a file's header; false if it cannot be read. */
+bool
+pmh_file_state(const char *path, uint64 *state)
+{
+	PmhFileHeader hdr;
+	int			fd = OpenTransientFile(path, O_RDONLY | PG_BINARY);
+	bool		ok;
+
+	if (fd < 0)
+		return false;
+	ok = read(fd, &hdr, sizeof(hdr)) == sizeof(hdr) && pmh_header_check(&hdr, PMH_HEADER_UNITS +
+																		   pmh_directory_units(hdr.shard_bits)) == NULL;
+	CloseTransientFile(fd);
+	if (ok)
+		*state = hdr.state;
+	return ok;
+}
+
+/* Set state bits in a file's header, durably. */
+void
+pmh_set_file_state(const char *path, uint64 set_bits)
+{
+	size_t		len;
+	int			is_pmem;
+	char	   *base = pmem_map_file(path, 0, 0, 0, &len, &is_pmem);
+	PmhFileHeader *hdr;
+
+	if (base == NULL)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not map pmhash file \"%s\": %m", path)));
+	hdr = (PmhFileHeader *) base;
+	hdr->state |= set_bits;
+	persist_range(base, sizeof(PmhFileHeader), is_pmem, path);
+	pmem_unmap(base, len);
 }
 
 /* Remove a file, ignoring one that is already gone. */

@@ -119,7 +119,7 @@ typedef struct CompareState
 
 /* Attach callback of verification: the file must agree with shared memory. */
 static void
-compare_visit(void *arg, uint32 shard, uint64 desc, const PmhCounts *counts)
+compare_visit(void *arg, uint32 shard, uint64 desc, const PmhCounts *counts, int broken)
 {
 	CompareState *cs = arg;
 	PmhShardState *state = &cs->slot->shards[shard];
@@ -205,7 +205,7 @@ pmhash_verify(PG_FUNCTION_ARGS)
 		memset(&cs, 0, sizeof(cs));
 		cs.slot = ix->slot;
 		pmh_freemap_init(&truth, palloc((nshards + 1) * sizeof(PmhExtent)), nshards + 1);
-		err = pmh_table_attach(&ix->table, file_units, &truth, compare_visit, &cs,
+		err = pmh_table_attach(&ix->table, file_units, &truth, 0, compare_visit, &cs,
 							   msg, sizeof(msg));
 		if (err == NULL && cs.bad)
 			err = cs.msg;

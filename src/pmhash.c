@@ -104,7 +104,7 @@ register_worker(void)
 
 	memset(&worker, 0, sizeof(worker));
 	worker.bgw_flags = BGWORKER_SHMEM_ACCESS;
-	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	worker.bgw_start_time = BgWorkerStart_ConsistentState;
 	worker.bgw_restart_time = 60;
 	strlcpy(worker.bgw_library_name, "pmhash", BGW_MAXLEN);
 	strlcpy(worker.bgw_function_name, "pmhash_worker_main", BGW_MAXLEN);
@@ -130,11 +130,13 @@ _PG_init(void)
 		return;
 
 	define_gucs();
+	pmh_wal_register();
 	prev_shmem_request_hook = shmem_request_hook;
 	shmem_request_hook = pmhash_shmem_request;
 	prev_shmem_startup_hook = shmem_startup_hook;
 	shmem_startup_hook = pmhash_shmem_startup;
 	pmh_drop_init();
+	pmh_utility_init();
 	pmh_fault_init();
 	register_worker();
 	pmhash_preloaded = true;

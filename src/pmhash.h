@@ -15,6 +15,7 @@
 
 #include "access/amapi.h"
 #include "access/genam.h"
+#include "access/xlogdefs.h"
 #include "nodes/execnodes.h"
 #include "nodes/pathnodes.h"
 #include "storage/bufpage.h"
@@ -23,6 +24,9 @@
 #include "utils/relcache.h"
 
 #include "core/pmh_core.h"
+
+/* Custom WAL resource manager ID of pmhash (see README: WAL and recovery). */
+#define RM_PMHASH_ID			187
 
 /* Metapage: block 0 of the index's main fork. */
 #define PMHASH_META_BLKNO		0
@@ -64,6 +68,7 @@ typedef struct PmhShardState
 {
 	pg_atomic_uint64 desc;		/* what readers use; the file is authoritative */
 	PmhCounts	counts;			/* protected by the shard lock */
+	bool		broken;			/* recovery: the segment failed validation */
 } PmhShardState;
 
 /* A segment waiting until no reader can still be inside it. */
@@ -80,7 +85,7 @@ typedef enum PmhSlotState
 	PMH_SLOT_READY
 } PmhSlotState;
 
-/* Identity of an index file: relfilenode plus owning backend for temp. */
+/* Identity of an index file: relfilenode (tablespace zeroed) plus owning backend for temp. */
 typedef struct PmhFileKey
 {
 	RelFileNode node;
@@ -126,6 +131,8 @@ typedef struct PmhIndex
 	int			ndirty;
 	int			maxdirty;
 	bool		deferred;		/* bulk build: flushes wait for the end */
+	bool		logged;			/* changes are WAL-logged (set by each open) */
+	RelFileNode node;			/* full identity for WAL records */
 } PmhIndex;
 
 /* pmhash.c */
@@ -149,6 +156,7 @@ extern LWLock *pmh_slot_table_lock(void);
 extern LWLock *pmh_file_lock(void);
 extern LWLock *pmh_alloc_lock(PmhSlot *slot);
 extern PmhSlot *pmh_slot_find(const PmhFileKey *key);
+extern void pmh_slots_detach_all(void (*on_broken) (PmhSlot *slot));
 extern PmhSlot *pmh_slot_assign(const PmhFileKey *key, uint32 shard_bits);
 extern void pmh_slot_release(PmhSlot *slot);
 extern void pmh_forget_file(const PmhFileKey *key);
@@ -167,13 +175,21 @@ extern void pmh_fault_set_index(const char *name);
 extern void pmh_file_key(Relation index, PmhFileKey *key);
 extern void pmh_file_path(const PmhFileKey *key, char *path);
 extern PmhIndex *pmh_open(Relation index);
-extern PmhIndex *pmh_create(Relation index, uint32 shard_bits, bool deferred);
+extern PmhIndex *pmh_open_for_redo(const RelFileNode *node);
+extern PmhIndex *pmh_create(Relation index, uint32 shard_bits, bool deferred, bool transactional);
+extern void pmh_create_for_redo(const RelFileNode *node, uint64 generation, uint32 shard_bits,
+								uint32 flags);
+extern bool pmh_copy_file(const RelFileNode *from, const RelFileNode *to);
+extern void pmh_create_placeholder(const RelFileNode *node);
 extern void pmh_write_init_meta(Relation index, uint32 shard_bits);
-extern void pmh_attach_visit(void *arg, uint32 shard, uint64 desc, const PmhCounts *counts);
+extern bool pmh_file_state(const char *path, uint64 *state);
+extern void pmh_set_file_state(const char *path, uint64 set_bits);
 extern void pmh_read_meta(Relation index, PmhashMetaData *meta);
 extern void pmh_write_meta(Relation index, ForkNumber fork, const PmhashMetaData *meta);
 extern void pmh_ensure_mapped(PmhIndex *ix, uint64 end_unit);
 extern void pmh_sync_dirty(PmhIndex *ix);
+extern void pmh_pmem_flush(void *arg, const void *addr, size_t len);
+extern void pmh_pmem_drain(void *arg);
 extern void pmh_sync_all_dirty(void);
 extern void pmh_finish_deferred(PmhIndex *ix);
 extern void pmh_drop_local(const PmhFileKey *key);
@@ -183,14 +199,35 @@ extern void pmh_raise_damaged(Relation index, const char *detail) pg_attribute_n
 /* pmshard.c */
 extern uint32 pmh_hash_datum(Relation index, Datum value);
 extern void pmh_insert_entry(Relation index, PmhIndex *ix, uint32 hash, ItemPointer tid);
-extern void pmh_lookup_entries(Relation index, PmhIndex *ix, uint32 hash,
+extern void pmh_lookup_entries(Relation index, PmhIndex *ix, Relation heap, uint32 hash,
 							   ItemPointer *tids, int *ntids, int *maxtids);
 extern void pmh_segment_of(PmhIndex *ix, uint64 desc, PmhSegment *seg);
+
+/* pmwal.c */
+extern void pmh_wal_register(void);
+extern XLogRecPtr pmh_log_create(const RelFileNode *node, uint64 generation, uint32 shard_bits,
+								 uint32 flags);
+extern XLogRecPtr pmh_log_insert(const RelFileNode *node, uint32 hash, ItemPointer tid);
+extern XLogRecPtr pmh_log_entries(const RelFileNode *node, bool rebuild, uint32 shard,
+								  double fill, const PmhEntry *entries, uint64 count);
+extern XLogRecPtr pmh_log_copy(const RelFileNode *from, const RelFileNode *to);
+
+/* pmrecovery.c */
+extern void pmh_recovery_flag_files(XLogRecPtr redo_start);
+extern void pmh_recovery_finish(void);
+extern void pmh_mark_needs_rebuild(const RelFileNode *node);
+
+/* pmbuild.c */
+extern void pmh_auto_rebuild(Relation index);
+
+/* pmutility.c */
+extern void pmh_utility_init(void);
 
 /* pmdrop.c */
 extern void pmh_drop_init(void);
 extern void pmh_remember_created(const PmhFileKey *key, Oid relid, const char *path);
 extern void pmh_sweep_orphans(int elevel);
+extern bool pmh_find_main_fork(Oid db, Oid rel, BackendId backend, RelFileNode *node);
 extern void pmhash_worker_main(Datum arg) pg_attribute_noreturn();
 
 /* access method callbacks */

@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * pmshard.c
- *	  Hashing keys and the shard-level entry points used by inserts, scans
- *	  and VACUUM: locking, growth and the lock-free probe.
+ *	  Hashing keys and the shard-level entry points used by inserts and
+ *	  scans: locking, logging, growth and the lock-free probe.
  *
  * Copyright (c) 2026, pmhash developers
  *
@@ -14,6 +14,7 @@
 #include "postgres.h"
 
 #include "access/genam.h"
+#include "storage/bufmgr.h"
 #include "storage/itemptr.h"
 #include "utils/rel.h"
 
@@ -45,7 +46,23 @@ pmh_segment_of(PmhIndex *ix, uint64 desc, PmhSegment *seg)
 	pmh_table_segment(&ix->table, desc, seg);
 }
 
-/* Insert one entry, growing its shard when needed. */
+/* Raise the error of a shard that is unusable during recovery. */
+static void
+raise_broken(Relation index, uint32 shard)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("pmhash index \"%s\" is not usable during recovery yet",
+					RelationGetRelationName(index)),
+			 errdetail("Shard %u was copied inconsistently and awaits replay of its rebuild.", shard),
+			 errhint("Wait for recovery to progress, or promote the server.")));
+}
+
+/*
+ * Insert one entry, growing its shard when needed.  The WAL record is
+ * written under the shard lock, so that records of one shard are in the
+ * order their changes were made.
+ */
 void
 pmh_insert_entry(Relation index, PmhIndex *ix, uint32 hash, ItemPointer tid)
 {
@@ -54,6 +71,7 @@ pmh_insert_entry(Relation index, PmhIndex *ix, uint32 hash, ItemPointer tid)
 	LWLock	   *lock = pmh_shard_lock(ix->slot, shard);
 	PmhTid		ptid;
 	uint64		desc;
+	uint64		lsn = 0;
 	PmhStatus	st;
 
 	memcpy(&ptid, tid, sizeof(PmhTid));
@@ -65,7 +83,10 @@ pmh_insert_entry(Relation index, PmhIndex *ix, uint32 hash, ItemPointer tid)
 
 		pmh_segment_of(ix, desc, &seg);
 	}
-	st = pmh_table_insert(&ix->table, shard, desc, &state->counts, hash, ptid, 0);
+	if (ix->logged)
+		lsn = pmh_log_insert(&ix->node, hash, tid);
+	st = pmh_table_insert(&ix->table, shard, desc, &state->counts, hash, ptid, lsn,
+						  PMH_INSERT_NEW);
 	LWLockRelease(lock);
 	if (st == PMH_CORRUPT)
 		pmh_raise_damaged(index, psprintf("Shard %u has an invalid posting chain reference.", shard));
@@ -82,40 +103,66 @@ typedef struct TidCollector
 	ItemPointer tids;
 	int			ntids;
 	int			maxtids;
+	int			nunverified;	/* TIDs that may be phantoms of a crash */
+	int			maxunverified;
+	ItemPointer unverified;
 } TidCollector;
 
-/* Lookup sink: append validated TIDs, growing the array. */
+/* Append TIDs to a growable array. */
 static void
-collect_tids(void *arg, const PmhTid *tids, int count)
+append_tids(ItemPointer *array, int *n, int *max, const PmhTid *tids, int count)
+{
+	if (*n + count > *max)
+	{
+		int			newmax = Max(*max * 2, *n + count);
+
+		*array = *array ? repalloc_huge(*array, (Size) newmax * sizeof(ItemPointerData)) :
+			palloc_extended((Size) newmax * sizeof(ItemPointerData), MCXT_ALLOC_HUGE);
+		*max = newmax;
+	}
+	memcpy(&(*array)[*n], tids, count * sizeof(ItemPointerData));
+	*n += count;
+}
+
+/* Lookup sink: keep the TIDs, setting unverified ones aside. */
+static void
+collect_tids(void *arg, const PmhTid *tids, int count, uint64 unverified)
 {
 	TidCollector *c = arg;
 
-	if (c->ntids + count > c->maxtids)
+	if (unverified == 0)
 	{
-		int			newmax = Max(c->maxtids * 2, c->ntids + count);
-
-		c->tids = repalloc_huge(c->tids, (Size) newmax * sizeof(ItemPointerData));
-		c->maxtids = newmax;
+		append_tids(&c->tids, &c->ntids, &c->maxtids, tids, count);
+		return;
 	}
-	memcpy(&c->tids[c->ntids], tids, count * sizeof(ItemPointerData));
-	c->ntids += count;
+	for (int i = 0; i < count; i++)
+	{
+		if (unverified & (UINT64CONST(1) << i))
+			append_tids(&c->unverified, &c->nunverified, &c->maxunverified, &tids[i], 1);
+		else
+			append_tids(&c->tids, &c->ntids, &c->maxtids, &tids[i], 1);
+	}
 }
 
 /*
  * Collect every TID stored under hash into *tids (a palloc'd array of
  * *maxtids entries that grows as needed), without taking a lock unless a
- * bucket keeps changing under the probe.
+ * bucket keeps changing under the probe.  Unverified TIDs past the end of
+ * heap (given for plain index scans) are left out: they are phantoms of a
+ * crash that would make the heap fetch fail.
  */
 void
-pmh_lookup_entries(Relation index, PmhIndex *ix, uint32 hash,
+pmh_lookup_entries(Relation index, PmhIndex *ix, Relation heap, uint32 hash,
 				   ItemPointer *tids, int *ntids, int *maxtids)
 {
 	uint32		shard = pmh_shard_of(hash, ix->table.shard_bits);
 	PmhShardState *state = &ix->slot->shards[shard];
-	TidCollector c = {*tids, 0, *maxtids};
+	TidCollector c = {*tids, 0, *maxtids, 0, 0, NULL};
 	uint64		desc = pg_atomic_read_u64(&state->desc);
 	PmhStatus	st = PMH_OK;
 
+	if (state->broken)
+		raise_broken(index, shard);
 	if (desc != 0)
 	{
 		PmhSegment	seg;
@@ -128,7 +175,7 @@ pmh_lookup_entries(Relation index, PmhIndex *ix, uint32 hash,
 			LWLock	   *lock = pmh_shard_lock(ix->slot, shard);
 
 			LWLockAcquire(lock, LW_SHARED);
-			c.ntids = 0;
+			c.ntids = c.nunverified = 0;
 			desc = pg_atomic_read_u64(&state->desc);
 			st = PMH_OK;
 			if (desc != 0)
@@ -138,6 +185,17 @@ pmh_lookup_entries(Relation index, PmhIndex *ix, uint32 hash,
 			}
 			LWLockRelease(lock);
 		}
+	}
+	if (c.nunverified > 0)
+	{
+		BlockNumber nblocks = heap ? RelationGetNumberOfBlocks(heap) : InvalidBlockNumber;
+
+		for (int i = 0; i < c.nunverified; i++)
+		{
+			if (heap == NULL || ItemPointerGetBlockNumberNoCheck(&c.unverified[i]) < nblocks)
+				append_tids(&c.tids, &c.ntids, &c.maxtids, (PmhTid *) &c.unverified[i], 1);
+		}
+		pfree(c.unverified);
 	}
 	*tids = c.tids;
 	*ntids = c.ntids;

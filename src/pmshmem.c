@@ -378,6 +378,7 @@ pmh_slot_assign(const PmhFileKey *key, uint32 shard_bits)
 	{
 		pg_atomic_init_u64(&slot->shards[s].desc, 0);
 		memset(&slot->shards[s].counts, 0, sizeof(PmhCounts));
+		slot->shards[s].broken = false;
 	}
 	pmh_freemap_init(&slot->freemap,
 					 (PmhExtent *) (pool + unit * POOL_UNIT + nshards * sizeof(PmhShardState)),
@@ -386,6 +387,31 @@ pmh_slot_assign(const PmhFileKey *key, uint32 shard_bits)
 	slot->nretired = 0;
 	slot->last_use = pg_atomic_fetch_add_u64(&shared->attach_clock, 1);
 	return slot;
+}
+
+/*
+ * Release every attached slot, telling on_broken about slots with a shard
+ * that recovery left broken.  Backends re-attach from the files.
+ */
+void
+pmh_slots_detach_all(void (*on_broken) (PmhSlot *slot))
+{
+	LWLockAcquire(pmh_slot_table_lock(), LW_EXCLUSIVE);
+	for (int i = 0; i < shared->nslots; i++)
+	{
+		PmhSlot    *slot = &slots[i];
+		uint64		nshards = UINT64CONST(1) << slot->shard_bits;
+		bool		broken = false;
+
+		if (slot->state != PMH_SLOT_READY)
+			continue;
+		for (uint64 s = 0; s < nshards && !broken; s++)
+			broken = slot->shards[s].broken;
+		if (broken)
+			on_broken(slot);
+		pmh_slot_release(slot);
+	}
+	LWLockRelease(pmh_slot_table_lock());
 }
 
 /* Forget any slot attached to a file (its file is being replaced or removed). */

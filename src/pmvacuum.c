@@ -1,13 +1,17 @@
 /*-------------------------------------------------------------------------
  *
  * pmvacuum.c
- *	  VACUUM support: removing dead entries and shrinking sparse shards.
+ *	  VACUUM support: removing dead entries, settling the entries a crash
+ *	  left unverified, and shrinking sparse shards.
  *
  * Shards are visited one at a time under their writer lock; readers go on
  * without waiting.  Each bucket whose entries die gets one commit-word
- * store.  A shard left nearly empty is rebuilt smaller, an empty one gives
- * its segment back.  Everything is durable before ambulkdelete returns,
- * because the heap reuses the dead TIDs right after.
+ * store, and the removed entries of a shard are WAL-logged as one record.
+ * An unverified entry is removed if its TID lies past the end of the heap
+ * or on an unused line pointer (a phantom of a crash), and confirmed
+ * otherwise.  A shard left nearly empty is rebuilt smaller, an empty one
+ * gives its segment back.  Everything is durable before ambulkdelete
+ * returns, because the heap reuses the dead TIDs right after.
  *
  * Copyright (c) 2026, pmhash developers
  *
@@ -18,27 +22,83 @@
  */
 #include "postgres.h"
 
+#include "access/table.h"
+#include "access/xlog.h"
+#include "catalog/index.h"
 #include "commands/vacuum.h"
 #include "storage/bufmgr.h"
+#include "storage/bufpage.h"
 #include "utils/rel.h"
 
 #include "pmhash.h"
 
-typedef struct DeadState
+typedef struct VacuumState
 {
 	IndexBulkDeleteCallback callback;
 	void	   *callback_state;
-} DeadState;
+	Relation	index;
+	Relation	heap;			/* opened when an unverified entry needs it */
+	BlockNumber heap_blocks;
+	PmhEntry   *removed;		/* removed entries of the shard, for WAL */
+	uint64		nremoved;
+	uint64		maxremoved;
+} VacuumState;
 
 /* Core callback: whether VACUUM reports a TID dead. */
 static int
 tid_is_dead(void *arg, PmhTid tid)
 {
-	DeadState  *ds = arg;
+	VacuumState *vs = arg;
 	ItemPointerData ip;
 
 	memcpy(&ip, &tid, sizeof(ItemPointerData));
-	return ds->callback(&ip, ds->callback_state);
+	return vs->callback(&ip, vs->callback_state);
+}
+
+/* Core callback: whether an unverified TID points at nothing in the heap. */
+static int
+tid_is_phantom(void *arg, PmhTid tid)
+{
+	VacuumState *vs = arg;
+	BlockNumber block = pmh_tid_block(tid);
+	Buffer		buf;
+	Page		page;
+	bool		phantom;
+
+	if (vs->heap == NULL)
+	{
+		vs->heap = table_open(IndexGetRelation(RelationGetRelid(vs->index), false),
+							  AccessShareLock);
+		vs->heap_blocks = RelationGetNumberOfBlocks(vs->heap);
+	}
+	if (block >= vs->heap_blocks)
+		return 1;
+	buf = ReadBuffer(vs->heap, block);
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	page = BufferGetPage(buf);
+	phantom = tid.offset > PageGetMaxOffsetNumber(page) ||
+		!ItemIdIsUsed(PageGetItemId(page, tid.offset));
+	UnlockReleaseBuffer(buf);
+	return phantom;
+}
+
+/* Core callback: remember a removed entry for the shard's WAL record. */
+static void
+note_removed(void *arg, uint32 hash, PmhTid tid)
+{
+	VacuumState *vs = arg;
+
+	if (vs->nremoved == vs->maxremoved)
+	{
+		vs->maxremoved = Max(256, vs->maxremoved * 2);
+		vs->removed = vs->removed ?
+			repalloc_huge(vs->removed, vs->maxremoved * sizeof(PmhEntry)) :
+			palloc_extended(vs->maxremoved * sizeof(PmhEntry), MCXT_ALLOC_HUGE);
+	}
+	vs->removed[vs->nremoved].hash = hash;
+	vs->removed[vs->nremoved].tid = tid;
+	vs->removed[vs->nremoved].flags = 0;
+	vs->nremoved++;
 }
 
 /* Live entries of an index according to its shard counters. */
@@ -53,12 +113,14 @@ count_entries(PmhIndex *ix)
 	return total;
 }
 
-/* Remove dead entries from one shard, shrinking it if it became sparse. */
+/* Remove dead entries from one shard, log them, and shrink it if sparse. */
 static uint64
-vacuum_shard(Relation index, PmhIndex *ix, uint32 shard, DeadState *ds)
+vacuum_shard(PmhIndex *ix, uint32 shard, VacuumState *vs)
 {
 	PmhShardState *state = &ix->slot->shards[shard];
 	LWLock	   *lock = pmh_shard_lock(ix->slot, shard);
+	PmhDeleteOps ops = {vs->callback ? tid_is_dead : NULL, tid_is_phantom,
+	ix->logged ? note_removed : NULL, vs};
 	uint64		removed = 0;
 	uint64		desc;
 
@@ -69,17 +131,58 @@ vacuum_shard(Relation index, PmhIndex *ix, uint32 shard, DeadState *ds)
 		PmhSegment	seg;
 
 		pmh_segment_of(ix, desc, &seg);
-		removed = pmh_bulk_delete(&seg, tid_is_dead, ds, 0, &ix->persist, &state->counts);
+		vs->nremoved = 0;
+		removed = pmh_bulk_delete(&seg, &ops, ix->logged ? GetXLogInsertRecPtr() : 0,
+								  &ix->persist, &state->counts);
+		if (vs->nremoved > 0)
+			pmh_log_entries(&ix->node, false, shard, 0, vs->removed, vs->nremoved);
 		if (state->counts.entries == 0 ||
 			pmh_needs_shrink(&state->counts, seg.nbuckets, pmh_segment_header(&seg)->nposting))
 		{
-			if (pmh_table_rebuild(&ix->table, shard, desc, NULL, 0, PMH_REBUILD_FILL, 0,
+			if (pmh_table_rebuild(&ix->table, shard, desc, NULL, 0, 0, PMH_REBUILD_FILL, 0,
 								  &state->counts) != PMH_OK)
 				elog(WARNING, "could not shrink shard %u of pmhash index \"%s\"",
-					 shard, RelationGetRelationName(index));
+					 shard, RelationGetRelationName(vs->index));
 		}
 	}
 	LWLockRelease(lock);
+	return removed;
+}
+
+/* Visit every shard: remove what callback condemns (if any) and settle unverified entries. */
+static double
+vacuum_shards(Relation index, IndexBulkDeleteCallback callback, void *callback_state,
+			  double *remaining)
+{
+	VacuumState vs;
+	PmhIndex   *ix;
+	uint32		nshards;
+	double		removed = 0;
+
+	memset(&vs, 0, sizeof(vs));
+	vs.callback = callback;
+	vs.callback_state = callback_state;
+	vs.index = index;
+	ix = pmh_open(index);
+	nshards = UINT32_C(1) << ix->table.shard_bits;
+	pmh_leave();
+	for (uint32 s = 0; s < nshards; s++)
+	{
+		ix = pmh_open(index);
+		if (callback != NULL || ix->slot->shards[s].counts.unverified > 0)
+			removed += (double) vacuum_shard(ix, s, &vs);
+		pmh_leave();
+		vacuum_delay_point();
+	}
+	ix = pmh_open(index);
+	if (ix->ndirty > 0)
+		pmh_sync_dirty(ix);
+	*remaining = count_entries(ix);
+	pmh_leave();
+	if (vs.heap)
+		table_close(vs.heap, AccessShareLock);
+	if (vs.removed)
+		pfree(vs.removed);
 	return removed;
 }
 
@@ -88,48 +191,29 @@ IndexBulkDeleteResult *
 pmhashbulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 				 IndexBulkDeleteCallback callback, void *callback_state)
 {
-	Relation	index = info->index;
-	DeadState	ds = {callback, callback_state};
-	PmhIndex   *ix;
-	uint32		nshards;
-
 	if (stats == NULL)
 		stats = palloc0(sizeof(IndexBulkDeleteResult));
-
-	ix = pmh_open(index);
-	nshards = UINT32_C(1) << ix->table.shard_bits;
-	pmh_leave();
-	for (uint32 s = 0; s < nshards; s++)
-	{
-		ix = pmh_open(index);
-		stats->tuples_removed += (double) vacuum_shard(index, ix, s, &ds);
-		pmh_leave();
-		vacuum_delay_point();
-	}
-	ix = pmh_open(index);
-	if (ix->ndirty > 0)
-		pmh_sync_dirty(ix);
-	stats->num_index_tuples = count_entries(ix);
-	pmh_leave();
-	stats->num_pages = RelationGetNumberOfBlocks(index);
+	stats->tuples_removed += vacuum_shards(info->index, callback, callback_state,
+										   &stats->num_index_tuples);
+	stats->num_pages = RelationGetNumberOfBlocks(info->index);
 	stats->estimated_count = false;
 	return stats;
 }
 
-/* amvacuumcleanup: report statistics; nothing is left to clean. */
+/*
+ * amvacuumcleanup: report statistics.  Without a bulk delete before it
+ * (nothing was dead), it still settles entries a crash left unverified.
+ */
 IndexBulkDeleteResult *
 pmhashvacuumcleanup(IndexVacuumInfo *info, IndexBulkDeleteResult *stats)
 {
-	PmhIndex   *ix;
-
 	if (info->analyze_only)
 		return stats;
 	if (stats == NULL)
 	{
 		stats = palloc0(sizeof(IndexBulkDeleteResult));
-		ix = pmh_open(info->index);
-		stats->num_index_tuples = count_entries(ix);
-		pmh_leave();
+		stats->tuples_removed = vacuum_shards(info->index, NULL, NULL,
+											  &stats->num_index_tuples);
 	}
 	stats->num_pages = RelationGetNumberOfBlocks(info->index);
 	stats->estimated_count = false;

@@ -34,10 +34,26 @@
 typedef enum PmhStatus
 {
 	PMH_OK = 0,
+	PMH_PRESENT,				/* the entry was there already */
 	PMH_FULL,					/* no room within reach: rebuild the shard */
 	PMH_BUSY,					/* a bucket kept changing: retry under lock */
 	PMH_CORRUPT					/* the segment contradicts its own format */
 } PmhStatus;
+
+/*
+ * How an insert treats an entry that may already be stored.  A new entry
+ * is compared only with unverified entries (left by a crash); replayed WAL
+ * also with entries of buckets changed at or after the record's position.
+ */
+typedef enum PmhInsertMode
+{
+	PMH_INSERT_NEW,
+	PMH_INSERT_IF_ABSENT
+} PmhInsertMode;
+
+/* what an insert did, besides its status */
+#define PMH_USED_SLOT			0x0001	/* took a bucket slot */
+#define PMH_CONFIRMED			0x0002	/* confirmed an unverified entry */
 
 /*
  * Persistence: flush writes a range back towards the persistence domain,
@@ -60,15 +76,34 @@ typedef struct PmhEntry
 {
 	uint32_t	hash;
 	PmhTid		tid;
+	uint16_t	flags;			/* PMH_ENTRY_* */
 } PmhEntry;
+
+/* the entry may be a phantom of a crash: check its TID before trusting it */
+#define PMH_ENTRY_UNVERIFIED	0x0001
 
 /* Live content of a segment: TIDs, and bucket slots they occupy. */
 typedef struct PmhCounts
 {
 	uint64_t	entries;		/* live TIDs, in buckets and chains */
 	uint64_t	slots;			/* occupied bucket slots, chain references included */
+	uint64_t	unverified;		/* live TIDs still to check against the heap */
 	uint64_t	max_lsn;		/* highest bucket LSN seen */
 } PmhCounts;
+
+/*
+ * What a bulk delete asks about entries: dead says whether VACUUM reports a
+ * TID dead; phantom, for unverified entries, whether the TID is missing from
+ * the heap (1: remove, 0: keep and mark verified); removed is told of every
+ * entry removed.  Any may be NULL.
+ */
+typedef struct PmhDeleteOps
+{
+	int			(*dead) (void *arg, PmhTid tid);
+	int			(*phantom) (void *arg, PmhTid tid);
+	void		(*removed) (void *arg, uint32_t hash, PmhTid tid);
+	void	   *arg;
+} PmhDeleteOps;
 
 /* A published segment as mapped by the calling process. */
 typedef struct PmhSegment
@@ -121,7 +156,8 @@ typedef struct PmhFreeMap
  * alloc_space returns the first unit of free file space (growing the file,
  * which may move the mapping) or 0 on failure; free_space takes back a
  * segment once no reader can see it; publish shows a new descriptor to
- * readers; base returns the current mapping.
+ * readers; base returns the current mapping; log_rebuild, if set, writes the
+ * full content of a rebuilt shard to the WAL and returns its position.
  */
 typedef struct PmhTableOps
 {
@@ -131,6 +167,8 @@ typedef struct PmhTableOps
 	void		(*free_space) (void *arg, uint64_t unit, uint64_t units);
 	void		(*publish) (void *arg, uint32_t shard, uint64_t desc);
 	char	   *(*base) (void *arg);
+	uint64_t	(*log_rebuild) (void *arg, uint32_t shard, const PmhEntry *entries,
+								uint64_t count, double fill);
 	void	   *arg;
 } PmhTableOps;
 
@@ -143,8 +181,8 @@ typedef struct PmhTable
 	uint64_t	dir_unit;
 } PmhTable;
 
-typedef void (*PmhTidSink) (void *arg, const PmhTid *tids, int count);
-typedef int (*PmhDeadFn) (void *arg, PmhTid tid);
+/* Lookup output: bit i of unverified marks tids[i] as possibly a phantom. */
+typedef void (*PmhTidSink) (void *arg, const PmhTid *tids, int count, uint64_t unverified);
 
 /* pmh_crc32c.c */
 extern uint32_t pmh_crc32c(const void *data, size_t len);
@@ -172,13 +210,14 @@ extern PmhStatus pmh_lookup(const PmhSegment *seg, uint32_t hash,
 
 /* pmh_modify.c */
 extern PmhStatus pmh_insert(const PmhSegment *seg, uint32_t hash, PmhTid tid,
-							uint64_t lsn, const PmhPersist *persist, int *used_slot);
-extern int	pmh_delete(const PmhSegment *seg, uint32_t hash, PmhTid tid,
-					   uint64_t lsn, const PmhPersist *persist);
+							uint64_t lsn, const PmhPersist *persist, PmhInsertMode mode,
+							unsigned *effects);
 extern int	pmh_contains(const PmhSegment *seg, uint32_t hash, PmhTid tid);
-extern uint64_t pmh_bulk_delete(const PmhSegment *seg, PmhDeadFn dead, void *arg,
+extern uint64_t pmh_bulk_delete(const PmhSegment *seg, const PmhDeleteOps *ops,
 								uint64_t lsn, const PmhPersist *persist,
 								PmhCounts *remaining);
+extern uint64_t pmh_flag_unverified(const PmhSegment *seg, uint64_t after_lsn,
+									const PmhPersist *persist);
 
 /* pmh_rebuild.c */
 extern void pmh_segment_count(const PmhSegment *seg, PmhCounts *counts);
@@ -201,15 +240,18 @@ extern uint64_t pmh_freemap_total(const PmhFreeMap *map);
 /* pmh_table.c */
 extern void pmh_table_segment(const PmhTable *t, uint64_t desc, PmhSegment *seg);
 extern PmhStatus pmh_table_rebuild(const PmhTable *t, uint32_t shard, uint64_t desc,
-								   const PmhEntry *extra, uint64_t nextra, double fill,
-								   uint64_t lsn, PmhCounts *counts);
+								   const PmhEntry *extra, uint64_t nextra, int replace,
+								   double fill, uint64_t lsn, PmhCounts *counts);
 extern PmhStatus pmh_table_insert(const PmhTable *t, uint32_t shard, uint64_t desc,
 								  PmhCounts *counts, uint32_t hash, PmhTid tid,
-								  uint64_t lsn);
+								  uint64_t lsn, PmhInsertMode mode);
 extern const char *pmh_table_attach(const PmhTable *t, uint64_t file_units, PmhFreeMap *map,
+									int lenient,
 									void (*visit) (void *arg, uint32_t shard, uint64_t desc,
-												   const PmhCounts *counts),
+												   const PmhCounts *counts, int broken),
 									void *arg, char *msg, size_t msglen);
+extern uint64_t pmh_file_flag_unverified(char *base, uint64_t file_units, uint64_t after_lsn,
+										 const PmhPersist *persist);
 
 /* pmh_verify.c */
 extern const char *pmh_segment_verify(const PmhSegment *seg, uint32_t shard,

@@ -42,7 +42,7 @@
 #define PMH_SEGMENT_MAGIC		UINT64_C(0x544e454d47455350)	/* "PSEGMENT" */
 
 #define PMH_BUCKET_SLOTS		22
-#define PMH_POSTING_SLOTS		40
+#define PMH_POSTING_SLOTS		37
 #define PMH_MAX_SHARD_BITS		16
 #define PMH_MAX_SEGMENT_BUCKETS ((UINT32_C(1) << 24) - 1)
 #define PMH_MAX_CHAIN_BLOCKS	UINT16_MAX
@@ -77,7 +77,7 @@ typedef struct PmhTid
 typedef struct PmhBucket
 {
 	uint64_t	commit;			/* valid bits, overflow bit, sequence */
-	uint64_t	hints;			/* reserved for dead-slot hints */
+	uint64_t	unverified;		/* slots to check against the heap */
 	uint64_t	lsn;			/* WAL position of the last logged change */
 	uint64_t	reserved;
 	uint32_t	hash[PMH_BUCKET_SLOTS];
@@ -86,17 +86,20 @@ typedef struct PmhBucket
 } PmhBucket;
 
 /*
- * A posting block holds up to 40 TIDs of a single hash code.  The blocks of
+ * A posting block holds up to 37 TIDs of a single hash code.  The blocks of
  * one chain are contiguous; the first records the chain length and a
  * writer-only hint of the first block that may have a free slot.
  */
 typedef struct PmhPosting
 {
-	uint64_t	commit;			/* valid bits (40) and sequence (24) */
+	uint64_t	commit;			/* valid bits (37) and sequence (27) */
+	uint64_t	unverified;		/* slots to check against the heap */
+	uint64_t	lsn;			/* WAL position of the last logged change */
 	uint32_t	hash;
 	uint16_t	nblocks;		/* first block only: blocks in the chain */
 	uint16_t	cursor;			/* first block only: first block with room */
 	PmhTid		tid[PMH_POSTING_SLOTS];
+	uint16_t	pad;
 } PmhPosting;
 
 typedef struct PmhSegmentHeader
@@ -133,12 +136,17 @@ typedef struct PmhFileHeader
 	uint32_t	checksum;		/* CRC-32C of the fields above */
 	uint32_t	pad;
 	/* mutable area, not covered by the checksum */
-	uint64_t	clean_lsn;		/* reserved for recovery watermarks */
-	uint8_t		unused[PMH_HEADER_UNITS * PMH_UNIT_SIZE - 80];
+	uint64_t	state;			/* PMH_STATE_* bits */
+	uint64_t	redo_lsn;		/* recovery changes are durable up to here */
+	uint8_t		unused[PMH_HEADER_UNITS * PMH_UNIT_SIZE - 88];
 } PmhFileHeader;
 
 #define PMH_FILE_UNLOGGED		0x0001
 #define PMH_FILE_TEMP			0x0002
+
+/* mutable state bits of the file header */
+#define PMH_STATE_NEEDS_REBUILD	UINT64_C(0x0001)	/* rebuild from the heap on open */
+#define PMH_STATE_REDO_DIRTY	UINT64_C(0x0002)	/* recovery changed it since redo_lsn */
 
 _Static_assert(sizeof(PmhTid) == 6, "PmhTid must match ItemPointerData");
 _Static_assert(sizeof(PmhBucket) == PMH_UNIT_SIZE, "bucket must be one unit");

@@ -29,19 +29,23 @@ lookup_chain(const PmhPosting *first, PmhTidSink sink, void *arg)
 	{
 		const PmhPosting *blk = first + j;
 		int			attempt = 0;
+		uint64_t	unverified;
 		int			n;
 
 		for (;;)
 		{
 			uint64_t	c1 = pmh_load_acquire(&blk->commit);
 			uint64_t	valid = c1 & PMH_POSTING_VALID_MASK;
+			uint64_t	flags = blk->unverified;
 
 			n = 0;
+			unverified = 0;
 			while (valid)
 			{
 				int			i = __builtin_ctzll(valid);
 
 				valid &= valid - 1;
+				unverified |= ((flags >> i) & 1) << n;
 				copy[n++] = blk->tid[i];
 			}
 			if (pmh_reload(&blk->commit) == c1)
@@ -50,7 +54,7 @@ lookup_chain(const PmhPosting *first, PmhTidSink sink, void *arg)
 				return PMH_BUSY;
 		}
 		if (n > 0)
-			sink(arg, copy, n);
+			sink(arg, copy, n, unverified);
 	}
 	return PMH_OK;
 }
@@ -73,15 +77,19 @@ pmh_lookup(const PmhSegment *seg, uint32_t hash, PmhTidSink sink, void *arg)
 		int			ncopy;
 		int			nrefs;
 		int			attempt = 0;
+		uint64_t	unverified;
 		uint64_t	c1;
 
 		for (;;)
 		{
 			uint32_t	mask;
+			uint64_t	flags;
 
 			c1 = pmh_load_acquire(&bucket->commit);
 			mask = pmh_match_hashes(bucket->hash, hash) & (uint32_t) c1;
+			flags = bucket->unverified;
 			ncopy = nrefs = 0;
+			unverified = 0;
 			while (mask)
 			{
 				int			i = __builtin_ctz(mask);
@@ -91,7 +99,10 @@ pmh_lookup(const PmhSegment *seg, uint32_t hash, PmhTidSink sink, void *arg)
 				if (pmh_is_chain_ref(tid))
 					refs[nrefs++] = tid;
 				else
+				{
+					unverified |= ((flags >> i) & 1) << ncopy;
 					copy[ncopy++] = tid;
+				}
 			}
 			if (pmh_reload(&bucket->commit) == c1)
 				break;
@@ -99,7 +110,7 @@ pmh_lookup(const PmhSegment *seg, uint32_t hash, PmhTidSink sink, void *arg)
 				return PMH_BUSY;
 		}
 		if (ncopy > 0)
-			sink(arg, copy, ncopy);
+			sink(arg, copy, ncopy, unverified);
 		for (int r = 0; r < nrefs; r++)
 		{
 			const PmhPosting *first = pmh_chain_first(seg, refs[r], hash);

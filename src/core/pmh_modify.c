@@ -9,6 +9,8 @@
  * the new valid bits and the next sequence number, flush it, fence.  A
  * reader that overlaps a change sees the sequence move and reads again; a
  * crash leaves either the old or the new commit word, never a torn slot.
+ * Each change also stamps the bucket (or posting block) with the WAL
+ * position of its record, in the same cache line as the commit word.
  *
  * An entry goes to the first free slot of its run (the buckets from its
  * home bucket to the first bucket whose overflow bit is clear).  If the run
@@ -16,6 +18,12 @@
  * overflow bit of every full bucket it passes before it commits itself, so a
  * lookup can never stop short of a committed entry.  Deleted slots are free
  * at once; overflow bits are cleared only by rebuilding the shard.
+ *
+ * Entries left by a crash may be phantoms (their WAL record was lost) and
+ * are flagged unverified until checked against the heap.  An insert of an
+ * entry that is already stored unverified just confirms it, and replayed
+ * WAL, which may have reached the file before the crash, inserts only what
+ * is absent; both checks look only where such entries can be.
  *
  * Copyright (c) 2026, pmhash developers
  *
@@ -36,12 +44,73 @@ typedef struct RunScan
 	uint32_t	end_distance;	/* its distance from the home bucket */
 	PmhPosting *chain;			/* posting chain of the hash, if wanted */
 	PmhBucket  *chain_bucket;	/* bucket holding the chain reference */
+	int			present;		/* the entry looked for is stored, as confirm() says */
 	int			corrupt;
 } RunScan;
 
+/* What an insert looks for besides room: an entry already stored. */
+typedef struct Lookout
+{
+	PmhInsertMode mode;
+	PmhTid		tid;
+	uint64_t	lsn;			/* replay: buckets changed at or after this */
+} Lookout;
+
+/* Slots of a bucket that may already hold the entry an insert looks out for. */
+static uint64_t
+suspects(const Lookout *look, uint64_t candidates, uint64_t unverified, uint64_t lsn)
+{
+	if (look->mode == PMH_INSERT_IF_ABSENT && lsn >= look->lsn)
+		return candidates;
+	return candidates & unverified;
+}
+
+/*
+ * Look for the entry among the suspect slots.  0: not there; 1: there;
+ * 2: there unverified, and now confirmed.
+ */
+static int
+confirm(uint64_t suspect, const PmhTid *tids, uint64_t *unverified, PmhTid tid,
+		const PmhPersist *persist)
+{
+	while (suspect)
+	{
+		int			i = __builtin_ctzll(suspect);
+
+		suspect &= suspect - 1;
+		if (pmh_tid_equal(tids[i], tid))
+		{
+			if (!(*unverified & (UINT64_C(1) << i)))
+				return 1;
+			*unverified &= ~(UINT64_C(1) << i);
+			pmh_flush(persist, unverified, sizeof(uint64_t));
+			return 2;
+		}
+	}
+	return 0;
+}
+
+/* Whether a chain holds the entry looked out for, as confirm() says. */
+static int
+chain_holds(PmhPosting *first, const Lookout *look, const PmhPersist *persist)
+{
+	for (uint32_t j = 0; j < first->nblocks; j++)
+	{
+		PmhPosting *blk = first + j;
+		uint64_t	valid = blk->commit & PMH_POSTING_VALID_MASK;
+		int			found = confirm(suspects(look, valid, blk->unverified, blk->lsn),
+									blk->tid, &blk->unverified, look->tid, persist);
+
+		if (found)
+			return found;
+	}
+	return 0;
+}
+
 /* Walk the run of hash from its home bucket. */
 static void
-scan_run(const PmhSegment *seg, uint32_t hash, int want_chain, RunScan *rs)
+scan_run(const PmhSegment *seg, uint32_t hash, int want_chain, const Lookout *look,
+		 const PmhPersist *persist, RunScan *rs)
 {
 	uint32_t	nbuckets = seg->nbuckets;
 	uint32_t	b = pmh_home_bucket(hash, seg->shard_bits, nbuckets);
@@ -51,6 +120,7 @@ scan_run(const PmhSegment *seg, uint32_t hash, int want_chain, RunScan *rs)
 	rs->end_distance = 0;
 	rs->chain = NULL;
 	rs->chain_bucket = NULL;
+	rs->present = 0;
 	rs->corrupt = 0;
 	for (uint32_t dist = 0; dist < nbuckets; dist++)
 	{
@@ -60,11 +130,14 @@ scan_run(const PmhSegment *seg, uint32_t hash, int want_chain, RunScan *rs)
 
 		if (rs->free_bucket == NO_BUCKET && valid != PMH_VALID_MASK)
 			rs->free_bucket = b;
-		if (want_chain && rs->chain == NULL)
+		if (want_chain)
 		{
 			uint32_t	mask = pmh_match_hashes(bucket->hash, hash) & valid;
 
-			while (mask)
+			if (look && !rs->present)
+				rs->present = confirm(suspects(look, mask, bucket->unverified, bucket->lsn),
+									  bucket->tid, &bucket->unverified, look->tid, persist);
+			while (mask && rs->chain == NULL)
 			{
 				int			i = __builtin_ctz(mask);
 
@@ -75,7 +148,6 @@ scan_run(const PmhSegment *seg, uint32_t hash, int want_chain, RunScan *rs)
 					rs->chain_bucket = bucket;
 					if (rs->chain == NULL)
 						rs->corrupt = 1;
-					break;
 				}
 			}
 		}
@@ -91,20 +163,25 @@ scan_run(const PmhSegment *seg, uint32_t hash, int want_chain, RunScan *rs)
 
 /* Write an entry into a free slot of a bucket and commit it. */
 static void
-commit_slot(PmhBucket *bucket, uint32_t hash, PmhTid tid, uint64_t lsn,
-			const PmhPersist *persist)
+commit_slot(PmhBucket *bucket, uint32_t hash, PmhTid tid, uint16_t flags,
+			uint64_t lsn, const PmhPersist *persist)
 {
 	uint64_t	c = bucket->commit;
 	int			i = __builtin_ctzll(~c & PMH_VALID_MASK);
+	uint64_t	bit = UINT64_C(1) << i;
 
 	bucket->hash[i] = hash;
 	bucket->tid[i] = tid;
 	pmh_flush(persist, &bucket->hash[i], sizeof(uint32_t));
 	pmh_flush(persist, &bucket->tid[i], sizeof(PmhTid));
 	pmh_drain(persist);
+	if (flags & PMH_ENTRY_UNVERIFIED)
+		bucket->unverified |= bit;
+	else
+		bucket->unverified &= ~bit;
 	if (lsn > bucket->lsn)
 		bucket->lsn = lsn;
-	pmh_store_release(&bucket->commit, (c | (UINT64_C(1) << i)) + PMH_SEQ_ONE);
+	pmh_store_release(&bucket->commit, (c | bit) + PMH_SEQ_ONE);
 	pmh_flush(persist, &bucket->commit, 3 * sizeof(uint64_t));
 	pmh_drain(persist);
 }
@@ -115,7 +192,7 @@ commit_slot(PmhBucket *bucket, uint32_t hash, PmhTid tid, uint64_t lsn,
  */
 static PmhStatus
 place_entry(const PmhSegment *seg, const RunScan *rs, uint32_t hash, PmhTid tid,
-			uint64_t lsn, const PmhPersist *persist, uint32_t max_extend)
+			uint16_t flags, uint64_t lsn, const PmhPersist *persist, uint32_t max_extend)
 {
 	uint32_t	nbuckets = seg->nbuckets;
 	uint32_t	target = NO_BUCKET;
@@ -123,7 +200,7 @@ place_entry(const PmhSegment *seg, const RunScan *rs, uint32_t hash, PmhTid tid,
 
 	if (rs->free_bucket != NO_BUCKET)
 	{
-		commit_slot(pmh_bucket(seg, rs->free_bucket), hash, tid, lsn, persist);
+		commit_slot(pmh_bucket(seg, rs->free_bucket), hash, tid, flags, lsn, persist);
 		return PMH_OK;
 	}
 	if (rs->end_bucket == NO_BUCKET)
@@ -151,13 +228,13 @@ place_entry(const PmhSegment *seg, const RunScan *rs, uint32_t hash, PmhTid tid,
 						  (passed->commit | PMH_OVERFLOW_BIT) + PMH_SEQ_ONE);
 		pmh_flush(persist, &passed->commit, sizeof(uint64_t));
 	}
-	commit_slot(pmh_bucket(seg, target), hash, tid, lsn, persist);
+	commit_slot(pmh_bucket(seg, target), hash, tid, flags, lsn, persist);
 	return PMH_OK;
 }
 
 /* Append a TID to a posting chain; 0 if the chain is full. */
 static int
-chain_append(PmhPosting *first, PmhTid tid, const PmhPersist *persist)
+chain_append(PmhPosting *first, PmhTid tid, uint64_t lsn, const PmhPersist *persist)
 {
 	for (uint32_t j = first->cursor; j < first->nblocks; j++)
 	{
@@ -172,8 +249,11 @@ chain_append(PmhPosting *first, PmhTid tid, const PmhPersist *persist)
 		blk->tid[i] = tid;
 		pmh_flush(persist, &blk->tid[i], sizeof(PmhTid));
 		pmh_drain(persist);
+		blk->unverified &= ~(UINT64_C(1) << i);
+		if (lsn > blk->lsn)
+			blk->lsn = lsn;
 		pmh_store_release(&blk->commit, (c | (UINT64_C(1) << i)) + PMH_POSTING_SEQ_ONE);
-		pmh_flush(persist, &blk->commit, sizeof(uint64_t));
+		pmh_flush(persist, &blk->commit, 3 * sizeof(uint64_t));
 		pmh_drain(persist);
 		first->cursor = (uint16_t) j;
 		return 1;
@@ -183,21 +263,34 @@ chain_append(PmhPosting *first, PmhTid tid, const PmhPersist *persist)
 }
 
 /*
- * Insert an entry.  PMH_FULL asks the caller to rebuild the shard with the
- * entry; PMH_CORRUPT reports a chain reference that does not fit.
+ * Insert an entry.  PMH_PRESENT if it was stored already (per mode);
+ * PMH_FULL asks the caller to rebuild the shard with the entry;
+ * PMH_CORRUPT reports a chain reference that does not fit.  *effects gets
+ * PMH_USED_SLOT if a bucket slot was taken, PMH_CONFIRMED if an unverified
+ * entry was confirmed instead.
  */
 PmhStatus
 pmh_insert(const PmhSegment *seg, uint32_t hash, PmhTid tid, uint64_t lsn,
-		   const PmhPersist *persist, int *used_slot)
+		   const PmhPersist *persist, PmhInsertMode mode, unsigned *effects)
 {
+	Lookout		look = {mode, tid, lsn};
 	RunScan		rs;
 
-	*used_slot = 0;
+	*effects = 0;
 	if (seg->nbuckets == 0)
 		return PMH_FULL;
-	scan_run(seg, hash, 1, &rs);
+	scan_run(seg, hash, 1, &look, persist, &rs);
 	if (rs.corrupt)
 		return PMH_CORRUPT;
+	if (!rs.present && rs.chain)
+		rs.present = chain_holds(rs.chain, &look, persist);
+	if (rs.present)
+	{
+		if (rs.present == 2)
+			*effects = PMH_CONFIRMED;
+		pmh_drain(persist);
+		return PMH_PRESENT;
+	}
 	if (rs.chain)
 	{
 		/* stamp the reference's bucket first, so recovery finds the entry */
@@ -206,11 +299,11 @@ pmh_insert(const PmhSegment *seg, uint32_t hash, PmhTid tid, uint64_t lsn,
 			rs.chain_bucket->lsn = lsn;
 			pmh_flush(persist, &rs.chain_bucket->lsn, sizeof(uint64_t));
 		}
-		if (chain_append(rs.chain, tid, persist))
+		if (chain_append(rs.chain, tid, lsn, persist))
 			return PMH_OK;
 	}
-	*used_slot = 1;
-	return place_entry(seg, &rs, hash, tid, lsn, persist, PMH_MAX_PROBE);
+	*effects = PMH_USED_SLOT;
+	return place_entry(seg, &rs, hash, tid, 0, lsn, persist, PMH_MAX_PROBE);
 }
 
 /*
@@ -218,21 +311,22 @@ pmh_insert(const PmhSegment *seg, uint32_t hash, PmhTid tid, uint64_t lsn,
  * far its run must extend.  The image must have a free slot somewhere.
  */
 void
-pmh_image_place(const PmhSegment *seg, uint32_t hash, PmhTid tid, uint64_t lsn)
+pmh_image_place(const PmhSegment *seg, uint32_t hash, PmhTid tid, uint16_t flags,
+				uint64_t lsn)
 {
 	RunScan		rs;
 
-	scan_run(seg, hash, 0, &rs);
-	(void) place_entry(seg, &rs, hash, tid, lsn, NULL, seg->nbuckets);
+	scan_run(seg, hash, 0, NULL, NULL, &rs);
+	(void) place_entry(seg, &rs, hash, tid, flags, lsn, NULL, seg->nbuckets);
 }
 
-/* Remove a TID from a posting chain; 1 if it was there. */
+/* Whether a chain holds a TID (the chain itself is stable). */
 static int
-chain_remove(PmhPosting *first, PmhTid tid, const PmhPersist *persist, int remove)
+chain_contains(const PmhPosting *first, PmhTid tid)
 {
 	for (uint32_t j = 0; j < first->nblocks; j++)
 	{
-		PmhPosting *blk = first + j;
+		const PmhPosting *blk = first + j;
 		uint64_t	valid = blk->commit & PMH_POSTING_VALID_MASK;
 
 		while (valid)
@@ -240,27 +334,16 @@ chain_remove(PmhPosting *first, PmhTid tid, const PmhPersist *persist, int remov
 			int			i = __builtin_ctzll(valid);
 
 			valid &= valid - 1;
-			if (!pmh_tid_equal(blk->tid[i], tid))
-				continue;
-			if (remove)
-			{
-				pmh_store_release(&blk->commit,
-								  (blk->commit & ~(UINT64_C(1) << i)) + PMH_POSTING_SEQ_ONE);
-				pmh_flush(persist, &blk->commit, sizeof(uint64_t));
-				pmh_drain(persist);
-				if (j < first->cursor)
-					first->cursor = (uint16_t) j;
-			}
-			return 1;
+			if (pmh_tid_equal(blk->tid[i], tid))
+				return 1;
 		}
 	}
 	return 0;
 }
 
-/* Find (hash, tid) along its run; remove it when asked.  1 if found. */
-static int
-find_entry(const PmhSegment *seg, uint32_t hash, PmhTid tid, uint64_t lsn,
-		   const PmhPersist *persist, int remove)
+/* Whether the segment holds the entry (hash, tid). */
+int
+pmh_contains(const PmhSegment *seg, uint32_t hash, PmhTid tid)
 {
 	uint32_t	nbuckets = seg->nbuckets;
 	uint32_t	b;
@@ -284,26 +367,11 @@ find_entry(const PmhSegment *seg, uint32_t hash, PmhTid tid, uint64_t lsn,
 			{
 				PmhPosting *first = pmh_chain_first(seg, slot, hash);
 
-				if (first && chain_remove(first, tid, persist, remove))
-				{
-					if (remove && lsn > bucket->lsn)
-						bucket->lsn = lsn;
+				if (first && chain_contains(first, tid))
 					return 1;
-				}
 			}
 			else if (pmh_tid_equal(slot, tid))
-			{
-				if (remove)
-				{
-					if (lsn > bucket->lsn)
-						bucket->lsn = lsn;
-					pmh_store_release(&bucket->commit,
-									  (c & ~(UINT64_C(1) << i)) + PMH_SEQ_ONE);
-					pmh_flush(persist, &bucket->commit, 3 * sizeof(uint64_t));
-					pmh_drain(persist);
-				}
 				return 1;
-			}
 		}
 		if (!(c & PMH_OVERFLOW_BIT))
 			return 0;
@@ -312,104 +380,186 @@ find_entry(const PmhSegment *seg, uint32_t hash, PmhTid tid, uint64_t lsn,
 	return 0;
 }
 
-/* Delete one entry if present; 1 if it was deleted. */
-int
-pmh_delete(const PmhSegment *seg, uint32_t hash, PmhTid tid, uint64_t lsn,
-		   const PmhPersist *persist)
+/* The verdict of a bulk delete on one stored entry: 1 remove, 0 keep. */
+static int
+doomed(const PmhDeleteOps *ops, PmhTid tid, uint64_t bit, uint64_t *unverified)
 {
-	return find_entry(seg, hash, tid, lsn, persist, 1);
+	if (ops->dead && ops->dead(ops->arg, tid))
+		return 1;
+	if ((*unverified & bit) && ops->phantom)
+	{
+		if (ops->phantom(ops->arg, tid))
+			return 1;
+		*unverified &= ~bit;
+	}
+	return 0;
 }
 
-/* Whether the segment holds the entry (hash, tid). */
-int
-pmh_contains(const PmhSegment *seg, uint32_t hash, PmhTid tid)
+/* Bulk-delete within one bucket; returns the slots removed. */
+static uint64_t
+bucket_delete(PmhBucket *bucket, const PmhDeleteOps *ops, uint64_t lsn,
+			  const PmhPersist *persist, PmhCounts *left)
 {
-	return find_entry(seg, hash, tid, 0, NULL, 0);
+	uint64_t	c = bucket->commit;
+	uint64_t	valid = c & PMH_VALID_MASK;
+	uint64_t	unverified = bucket->unverified;
+	uint64_t	gone = 0;
+
+	while (valid)
+	{
+		int			i = __builtin_ctzll(valid);
+		uint64_t	bit = UINT64_C(1) << i;
+
+		valid &= valid - 1;
+		left->slots++;
+		if (pmh_is_chain_ref(bucket->tid[i]))
+			continue;
+		if (doomed(ops, bucket->tid[i], bit, &unverified))
+		{
+			gone |= bit;
+			if (ops->removed)
+				ops->removed(ops->arg, bucket->hash[i], bucket->tid[i]);
+		}
+		else
+		{
+			left->entries++;
+			left->unverified += (unverified & bit) != 0;
+		}
+	}
+	if (gone || unverified != bucket->unverified)
+	{
+		left->slots -= __builtin_popcountll(gone);
+		bucket->unverified = unverified & ~gone;
+		if (lsn > bucket->lsn)
+			bucket->lsn = lsn;
+		pmh_store_release(&bucket->commit, (c & ~gone) + PMH_SEQ_ONE);
+		pmh_flush(persist, &bucket->commit, 3 * sizeof(uint64_t));
+	}
+	if (bucket->lsn > left->max_lsn)
+		left->max_lsn = bucket->lsn;
+	return __builtin_popcountll(gone);
+}
+
+/* Bulk-delete within one posting block; returns the TIDs removed. */
+static uint64_t
+posting_delete(PmhPosting *blk, const PmhDeleteOps *ops, uint64_t lsn,
+			   const PmhPersist *persist, PmhCounts *left)
+{
+	uint64_t	c = blk->commit;
+	uint64_t	valid = c & PMH_POSTING_VALID_MASK;
+	uint64_t	unverified = blk->unverified;
+	uint64_t	gone = 0;
+
+	while (valid)
+	{
+		int			i = __builtin_ctzll(valid);
+		uint64_t	bit = UINT64_C(1) << i;
+
+		valid &= valid - 1;
+		if (doomed(ops, blk->tid[i], bit, &unverified))
+		{
+			gone |= bit;
+			if (ops->removed)
+				ops->removed(ops->arg, blk->hash, blk->tid[i]);
+		}
+		else
+		{
+			left->entries++;
+			left->unverified += (unverified & bit) != 0;
+		}
+	}
+	if (gone || unverified != blk->unverified)
+	{
+		blk->unverified = unverified & ~gone;
+		if (lsn > blk->lsn)
+			blk->lsn = lsn;
+		pmh_store_release(&blk->commit, (c & ~gone) + PMH_POSTING_SEQ_ONE);
+		pmh_flush(persist, &blk->commit, 3 * sizeof(uint64_t));
+	}
+	return __builtin_popcountll(gone);
 }
 
 /*
- * Delete every entry whose TID the callback reports dead, with one commit
- * store per changed bucket or posting block and one fence at the end.
- * Returns the number deleted; *remaining gets what is left.
+ * Delete every entry the callbacks condemn, with one commit store per
+ * changed bucket or posting block and one fence at the end.  Returns the
+ * number deleted; *remaining gets what is left.
  */
 uint64_t
-pmh_bulk_delete(const PmhSegment *seg, PmhDeadFn dead, void *arg, uint64_t lsn,
+pmh_bulk_delete(const PmhSegment *seg, const PmhDeleteOps *ops, uint64_t lsn,
 				const PmhPersist *persist, PmhCounts *remaining)
 {
 	uint64_t	removed = 0;
-	uint64_t	kept = 0;
-	uint64_t	slots = 0;
-	uint64_t	max_lsn = 0;
 	uint32_t	nposting = pmh_segment_nposting(seg);
+	PmhPosting *first = NULL;
+	uint32_t	head = 0;
 
+	remaining->entries = remaining->slots = remaining->unverified = remaining->max_lsn = 0;
 	for (uint32_t b = 0; b < seg->nbuckets; b++)
-	{
-		PmhBucket  *bucket = pmh_bucket(seg, b);
-		uint64_t	c = bucket->commit;
-		uint64_t	valid = c & PMH_VALID_MASK;
-		uint64_t	gone = 0;
-
-		while (valid)
-		{
-			int			i = __builtin_ctzll(valid);
-
-			valid &= valid - 1;
-			slots++;
-			if (pmh_is_chain_ref(bucket->tid[i]))
-				continue;
-			if (dead(arg, bucket->tid[i]))
-				gone |= UINT64_C(1) << i;
-			else
-				kept++;
-		}
-		if (gone)
-		{
-			removed += __builtin_popcountll(gone);
-			slots -= __builtin_popcountll(gone);
-			if (lsn > bucket->lsn)
-				bucket->lsn = lsn;
-			pmh_store_release(&bucket->commit, (c & ~gone) + PMH_SEQ_ONE);
-			pmh_flush(persist, &bucket->commit, 3 * sizeof(uint64_t));
-		}
-		if (bucket->lsn > max_lsn)
-			max_lsn = bucket->lsn;
-	}
-	for (uint32_t j = 0, head = 0; j < nposting; j++)
+		removed += bucket_delete(pmh_bucket(seg, b), ops, lsn, persist, remaining);
+	for (uint32_t j = 0; j < nposting; j++)
 	{
 		PmhPosting *blk = pmh_posting(seg, (uint64_t) seg->nbuckets + 1 + j);
-		PmhPosting *first = pmh_posting(seg, (uint64_t) seg->nbuckets + 1 + head);
-		uint64_t	c = blk->commit;
-		uint64_t	valid = c & PMH_POSTING_VALID_MASK;
-		uint64_t	gone = 0;
+		uint64_t	gone;
 
-		if (blk->nblocks > 0)
+		if (blk->nblocks > 0 || first == NULL)
 		{
 			head = j;
 			first = blk;
 		}
-		while (valid)
-		{
-			int			i = __builtin_ctzll(valid);
+		gone = posting_delete(blk, ops, lsn, persist, remaining);
+		/* let appends reuse the freed slots */
+		if (gone && j - head < first->cursor)
+			first->cursor = (uint16_t) (j - head);
+		removed += gone;
+	}
+	pmh_drain(persist);
+	return removed;
+}
 
-			valid &= valid - 1;
-			if (dead(arg, blk->tid[i]))
-				gone |= UINT64_C(1) << i;
-			else
-				kept++;
-		}
-		if (gone)
+/*
+ * Flag as unverified every entry of the buckets changed after after_lsn,
+ * with the chains they reference: after a crash these may be phantoms whose
+ * WAL was lost, or torn copies of a base backup.  Returns the number flagged.
+ */
+uint64_t
+pmh_flag_unverified(const PmhSegment *seg, uint64_t after_lsn, const PmhPersist *persist)
+{
+	uint64_t	flagged = 0;
+
+	for (uint32_t b = 0; b < seg->nbuckets; b++)
+	{
+		PmhBucket  *bucket = pmh_bucket(seg, b);
+		uint64_t	valid = bucket->commit & PMH_VALID_MASK;
+		uint64_t	refs = 0;
+
+		if (bucket->lsn <= after_lsn || valid == 0)
+			continue;
+		for (uint64_t v = valid; v; v &= v - 1)
 		{
-			removed += __builtin_popcountll(gone);
-			pmh_store_release(&blk->commit, (c & ~gone) + PMH_POSTING_SEQ_ONE);
-			pmh_flush(persist, &blk->commit, sizeof(uint64_t));
-			/* let appends reuse the freed slots */
-			if (j - head < first->cursor)
-				first->cursor = (uint16_t) (j - head);
+			int			i = __builtin_ctzll(v);
+
+			if (pmh_is_chain_ref(bucket->tid[i]))
+				refs |= UINT64_C(1) << i;
+		}
+		flagged += __builtin_popcountll(valid & ~refs & ~bucket->unverified);
+		bucket->unverified |= valid & ~refs;
+		pmh_flush(persist, &bucket->unverified, sizeof(uint64_t));
+		for (; refs; refs &= refs - 1)
+		{
+			int			i = __builtin_ctzll(refs);
+			PmhPosting *first = pmh_chain_first(seg, bucket->tid[i], bucket->hash[i]);
+
+			for (uint32_t j = 0; first && j < first->nblocks; j++)
+			{
+				PmhPosting *blk = first + j;
+				uint64_t	pvalid = blk->commit & PMH_POSTING_VALID_MASK;
+
+				flagged += __builtin_popcountll(pvalid & ~blk->unverified);
+				blk->unverified |= pvalid;
+				pmh_flush(persist, &blk->unverified, sizeof(uint64_t));
+			}
 		}
 	}
 	pmh_drain(persist);
-	remaining->entries = kept;
-	remaining->slots = slots;
-	remaining->max_lsn = max_lsn;
-	return removed;
+	return flagged;
 }

@@ -45,7 +45,10 @@ pmh_segment_count(const PmhSegment *seg, PmhCounts *counts)
 
 			valid &= valid - 1;
 			if (!pmh_is_chain_ref(bucket->tid[i]))
+			{
 				counts->entries++;
+				counts->unverified += (bucket->unverified >> i) & 1;
+			}
 		}
 		if (bucket->lsn > counts->max_lsn)
 			counts->max_lsn = bucket->lsn;
@@ -53,8 +56,10 @@ pmh_segment_count(const PmhSegment *seg, PmhCounts *counts)
 	for (uint32_t j = 0; j < nposting; j++)
 	{
 		const PmhPosting *blk = pmh_posting(seg, (uint64_t) seg->nbuckets + 1 + j);
+		uint64_t	valid = blk->commit & PMH_POSTING_VALID_MASK;
 
-		counts->entries += __builtin_popcountll(blk->commit & PMH_POSTING_VALID_MASK);
+		counts->entries += __builtin_popcountll(valid);
+		counts->unverified += __builtin_popcountll(valid & blk->unverified);
 	}
 }
 
@@ -84,6 +89,7 @@ pmh_segment_collect(const PmhSegment *seg, PmhEntry *out, uint64_t capacity)
 			{
 				out[n].hash = bucket->hash[i];
 				out[n].tid = bucket->tid[i];
+				out[n].flags = ((bucket->unverified >> i) & 1) ? PMH_ENTRY_UNVERIFIED : 0;
 			}
 			n++;
 		}
@@ -103,6 +109,7 @@ pmh_segment_collect(const PmhSegment *seg, PmhEntry *out, uint64_t capacity)
 			{
 				out[n].hash = hash;
 				out[n].tid = blk->tid[i];
+				out[n].flags = ((blk->unverified >> i) & 1) ? PMH_ENTRY_UNVERIFIED : 0;
 			}
 			n++;
 		}
@@ -159,7 +166,10 @@ pmh_sort_entries(PmhEntry *entries, uint64_t count, PmhEntry *scratch)
 		{
 			/* entries[n - 1] is the last one kept, of this hash when k > i */
 			if (k > i && pmh_tid_equal(entries[k].tid, entries[n - 1].tid))
+			{
+				entries[n - 1].flags &= entries[k].flags;
 				continue;
+			}
 			entries[n++] = entries[k];
 		}
 		i = j;
@@ -249,17 +259,20 @@ write_chains(const PmhSegment *seg, uint64_t next_unit, const PmhEntry *group,
 			uint64_t	valid = 0;
 
 			blk->hash = group[0].hash;
+			blk->lsn = lsn;
 			for (uint64_t k = from; k < to; k++)
 			{
 				blk->tid[k - from] = group[k].tid;
 				valid |= UINT64_C(1) << (k - from);
+				if (group[k].flags & PMH_ENTRY_UNVERIFIED)
+					blk->unverified |= UINT64_C(1) << (k - from);
 			}
 			blk->commit = valid;
 		}
 		first->nblocks = (uint16_t) nblocks;
 		first->cursor = 0;
 		pmh_image_place(seg, group[0].hash,
-						pmh_tid_make((uint32_t) next_unit, 0), lsn);
+						pmh_tid_make((uint32_t) next_unit, 0), 0, lsn);
 		next_unit += nblocks;
 		done += nblocks;
 	}
@@ -302,7 +315,7 @@ pmh_segment_write(char *dst, const PmhLayout *layout, const PmhEntry *sorted,
 		else
 		{
 			for (uint64_t k = i; k < j; k++)
-				pmh_image_place(&seg, sorted[k].hash, sorted[k].tid, lsn);
+				pmh_image_place(&seg, sorted[k].hash, sorted[k].tid, sorted[k].flags, lsn);
 		}
 		i = j;
 	}

@@ -55,15 +55,17 @@ publish(const PmhTable *t, uint32_t shard, uint64_t desc)
 
 /*
  * Rebuild a shard from its current segment (desc, 0 if none) plus extra
- * entries, at the given bucket fill.  counts receives the new content.
+ * entries, or from the extra entries alone if replace is set, at the given
+ * bucket fill.  The content is logged through log_rebuild when the caller
+ * asks for it.  counts receives the new content.
  */
 PmhStatus
 pmh_table_rebuild(const PmhTable *t, uint32_t shard, uint64_t desc,
-				  const PmhEntry *extra, uint64_t nextra, double fill,
+				  const PmhEntry *extra, uint64_t nextra, int replace, double fill,
 				  uint64_t lsn, PmhCounts *counts)
 {
 	const PmhTableOps *ops = t->ops;
-	PmhSegment	old;
+	PmhSegment	seg;
 	PmhCounts	old_counts;
 	PmhEntry   *work;
 	PmhEntry   *scratch;
@@ -72,18 +74,19 @@ pmh_table_rebuild(const PmhTable *t, uint32_t shard, uint64_t desc,
 	uint64_t	n = 0;
 	uint64_t	old_units = 0;
 	uint64_t	generation = 1;
-	uint64_t	new_desc = 0;
+	uint64_t	unit = 0;
 
 	memset(&old_counts, 0, sizeof(old_counts));
 	if (desc != 0)
 	{
 		PmhSegmentHeader *hdr;
 
-		pmh_table_segment(t, desc, &old);
-		hdr = pmh_segment_header(&old);
-		pmh_segment_count(&old, &old_counts);
-		total += old_counts.entries;
-		old_units = 1 + (uint64_t) old.nbuckets + hdr->nposting;
+		pmh_table_segment(t, desc, &seg);
+		hdr = pmh_segment_header(&seg);
+		pmh_segment_count(&seg, &old_counts);
+		if (!replace)
+			total += old_counts.entries;
+		old_units = 1 + (uint64_t) seg.nbuckets + hdr->nposting;
 		generation = hdr->generation + 1;
 		if (old_counts.max_lsn > lsn)
 			lsn = old_counts.max_lsn;
@@ -91,8 +94,8 @@ pmh_table_rebuild(const PmhTable *t, uint32_t shard, uint64_t desc,
 
 	work = ops->alloc_memory(ops->arg, (total ? total : 1) * sizeof(PmhEntry));
 	scratch = ops->alloc_memory(ops->arg, (total ? total : 1) * sizeof(PmhEntry));
-	if (desc != 0)
-		n = pmh_segment_collect(&old, work, total);
+	if (desc != 0 && !replace)
+		n = pmh_segment_collect(&seg, work, total);
 	if (n + nextra > total)
 	{
 		ops->free_memory(ops->arg, scratch);
@@ -103,36 +106,39 @@ pmh_table_rebuild(const PmhTable *t, uint32_t shard, uint64_t desc,
 	n = pmh_sort_entries(work, n + nextra, scratch);
 	ops->free_memory(ops->arg, scratch);
 
+	if (n > 0)
+	{
+		layout = pmh_plan_layout(work, n, fill);
+		if (layout.nbuckets > PMH_MAX_SEGMENT_BUCKETS ||
+			(unit = ops->alloc_space(ops->arg, pmh_layout_units(&layout))) == 0)
+		{
+			ops->free_memory(ops->arg, work);
+			return PMH_FULL;
+		}
+	}
+	if (ops->log_rebuild)
+	{
+		uint64_t	logged = ops->log_rebuild(ops->arg, shard, work, n, fill);
+
+		if (logged > lsn)
+			lsn = logged;
+	}
+
 	memset(counts, 0, sizeof(*counts));
 	if (n > 0)
 	{
-		uint64_t	unit;
-		char	   *dst;
+		char	   *dst = unit_address(t, unit);
 
-		layout = pmh_plan_layout(work, n, fill);
-		if (layout.nbuckets > PMH_MAX_SEGMENT_BUCKETS)
-		{
-			ops->free_memory(ops->arg, work);
-			return PMH_FULL;
-		}
-		unit = ops->alloc_space(ops->arg, pmh_layout_units(&layout));
-		if (unit == 0)
-		{
-			ops->free_memory(ops->arg, work);
-			return PMH_FULL;
-		}
-		dst = unit_address(t, unit);
 		pmh_segment_write(dst, &layout, work, n, shard, t->shard_bits,
 						  t->file_generation, generation, lsn);
 		pmh_flush(t->persist, dst, pmh_layout_units(&layout) * PMH_UNIT_SIZE);
 		pmh_sync(t->persist);
-		new_desc = pmh_desc_make(unit, layout.nbuckets);
-		pmh_table_segment(t, new_desc, &old);
-		pmh_segment_count(&old, counts);
+		pmh_table_segment(t, pmh_desc_make(unit, layout.nbuckets), &seg);
+		pmh_segment_count(&seg, counts);
 	}
 	ops->free_memory(ops->arg, work);
 
-	publish(t, shard, new_desc);
+	publish(t, shard, n > 0 ? pmh_desc_make(unit, layout.nbuckets) : 0);
 	if (desc != 0)
 		ops->free_space(ops->arg, pmh_desc_unit(desc), old_units);
 	return PMH_OK;
@@ -144,31 +150,34 @@ pmh_table_rebuild(const PmhTable *t, uint32_t shard, uint64_t desc,
  */
 PmhStatus
 pmh_table_insert(const PmhTable *t, uint32_t shard, uint64_t desc,
-				 PmhCounts *counts, uint32_t hash, PmhTid tid, uint64_t lsn)
+				 PmhCounts *counts, uint32_t hash, PmhTid tid, uint64_t lsn,
+				 PmhInsertMode mode)
 {
 	PmhEntry	entry;
 	PmhSegment	seg;
 	PmhStatus	st;
-	int			used_slot;
+	unsigned	effects;
 
 	if (desc != 0 && !pmh_needs_growth(counts->slots, pmh_desc_nbuckets(desc)))
 	{
 		pmh_table_segment(t, desc, &seg);
-		st = pmh_insert(&seg, hash, tid, lsn, t->persist, &used_slot);
+		st = pmh_insert(&seg, hash, tid, lsn, t->persist, mode, &effects);
 		if (st == PMH_OK)
 		{
 			counts->entries++;
-			counts->slots += used_slot;
+			counts->slots += (effects & PMH_USED_SLOT) != 0;
 			if (lsn > counts->max_lsn)
 				counts->max_lsn = lsn;
-			return PMH_OK;
 		}
+		if ((effects & PMH_CONFIRMED) && counts->unverified > 0)
+			counts->unverified--;
 		if (st != PMH_FULL)
 			return st;
 	}
 	entry.hash = hash;
 	entry.tid = tid;
-	return pmh_table_rebuild(t, shard, desc, &entry, 1, PMH_REBUILD_FILL, lsn, counts);
+	entry.flags = 0;
+	return pmh_table_rebuild(t, shard, desc, &entry, 1, 0, PMH_REBUILD_FILL, lsn, counts);
 }
 
 /* qsort comparator: extents by unit. */
@@ -213,12 +222,15 @@ check_descriptor(const PmhTable *t, uint32_t shard, uint64_t desc, uint64_t data
 /*
  * Rebuild the volatile state of a file from its directory: report every
  * shard's descriptor and counts to visit, and fill the free map with the
- * gaps between published segments.  NULL on success, else msg.
+ * gaps between published segments.  NULL on success, else msg describing
+ * the first damage.  When lenient (during recovery, where a base backup may
+ * have copied a shard mid-rebuild and replay will replace it), a shard whose
+ * segment fails validation is reported broken and left out instead.
  */
 const char *
-pmh_table_attach(const PmhTable *t, uint64_t file_units, PmhFreeMap *map,
+pmh_table_attach(const PmhTable *t, uint64_t file_units, PmhFreeMap *map, int lenient,
 				 void (*visit) (void *arg, uint32_t shard, uint64_t desc,
-								const PmhCounts *counts),
+								const PmhCounts *counts, int broken),
 				 void *arg, char *msg, size_t msglen)
 {
 	const PmhTableOps *ops = t->ops;
@@ -229,7 +241,9 @@ pmh_table_attach(const PmhTable *t, uint64_t file_units, PmhFreeMap *map,
 	uint32_t	nsegs = 0;
 	uint64_t	next = hdr->data_unit;
 	const char *err = NULL;
+	PmhCounts	none;
 
+	memset(&none, 0, sizeof(none));
 	for (uint32_t s = 0; s < nshards && err == NULL; s++)
 	{
 		uint64_t	desc = __atomic_load_n(&dir[s], __ATOMIC_ACQUIRE);
@@ -239,16 +253,23 @@ pmh_table_attach(const PmhTable *t, uint64_t file_units, PmhFreeMap *map,
 		memset(&counts, 0, sizeof(counts));
 		if (desc != 0)
 		{
-			err = check_descriptor(t, s, desc, hdr->data_unit, file_units, msg, msglen);
-			if (err)
-				break;
+			if (check_descriptor(t, s, desc, hdr->data_unit, file_units, msg, msglen))
+			{
+				if (!lenient)
+					err = msg;
+				else
+					visit(arg, s, 0, &none, 1);
+				continue;
+			}
 			pmh_table_segment(t, desc, &seg);
 			pmh_segment_count(&seg, &counts);
 			segs[nsegs].unit = pmh_desc_unit(desc);
 			segs[nsegs].count = 1 + (uint64_t) seg.nbuckets + pmh_segment_header(&seg)->nposting;
+			/* remember the shard in the spare high bits of count */
+			segs[nsegs].count |= (uint64_t) s << 40;
 			nsegs++;
 		}
-		visit(arg, s, desc, &counts);
+		visit(arg, s, desc, &counts, 0);
 	}
 	if (err == NULL)
 	{
@@ -256,20 +277,72 @@ pmh_table_attach(const PmhTable *t, uint64_t file_units, PmhFreeMap *map,
 		pmh_freemap_init(map, map->extents, map->capacity);
 		for (uint32_t i = 0; i < nsegs; i++)
 		{
+			uint64_t	count = segs[i].count & ((UINT64_C(1) << 40) - 1);
+			uint32_t	shard = (uint32_t) (segs[i].count >> 40);
+
 			if (segs[i].unit < next)
 			{
-				snprintf(msg, msglen, "segments at units %llu and %llu overlap",
-						 (unsigned long long) segs[i - 1].unit,
-						 (unsigned long long) segs[i].unit);
-				err = msg;
-				break;
+				snprintf(msg, msglen, "the segment of shard %u overlaps another one", shard);
+				if (!lenient)
+				{
+					err = msg;
+					break;
+				}
+				visit(arg, shard, 0, &none, 1);
+				continue;
 			}
 			pmh_freemap_release(map, next, segs[i].unit - next);
-			next = segs[i].unit + segs[i].count;
+			next = segs[i].unit + count;
 		}
 		if (err == NULL)
 			pmh_freemap_release(map, next, file_units - next);
 	}
 	ops->free_memory(ops->arg, segs);
 	return err;
+}
+
+/* Base address used by the file-level helpers below. */
+static char *
+fixed_base(void *arg)
+{
+	return arg;
+}
+
+/*
+ * Flag the unverified entries of every sound segment of a mapped file (see
+ * pmh_flag_unverified).  Returns the number of entries flagged.
+ */
+uint64_t
+pmh_file_flag_unverified(char *base, uint64_t file_units, uint64_t after_lsn,
+						 const PmhPersist *persist)
+{
+	const PmhFileHeader *hdr = (const PmhFileHeader *) base;
+	PmhTableOps ops;
+	PmhTable	t;
+	const uint64_t *dir;
+	uint64_t	flagged = 0;
+	char		msg[128];
+
+	if (pmh_header_check(hdr, file_units) != NULL)
+		return 0;
+	memset(&ops, 0, sizeof(ops));
+	ops.base = fixed_base;
+	ops.arg = base;
+	t.ops = &ops;
+	t.persist = persist;
+	t.shard_bits = hdr->shard_bits;
+	t.file_generation = hdr->build_generation;
+	t.dir_unit = hdr->dir_unit;
+	dir = (const uint64_t *) unit_address(&t, t.dir_unit);
+	for (uint32_t s = 0; s < (UINT32_C(1) << t.shard_bits); s++)
+	{
+		PmhSegment	seg;
+
+		if (dir[s] == 0 ||
+			check_descriptor(&t, s, dir[s], hdr->data_unit, file_units, msg, sizeof(msg)))
+			continue;
+		pmh_table_segment(&t, dir[s], &seg);
+		flagged += pmh_flag_unverified(&seg, after_lsn, persist);
+	}
+	return flagged;
 }

@@ -151,7 +151,7 @@ memtable_create(uint32_t shard_bits, uint64_t units, int shim)
 	mt->counts = calloc(nshards, sizeof(PmhCounts));
 	mt->extents = calloc(nshards + 64, sizeof(PmhExtent));
 	pmh_freemap_init(&mt->freemap, mt->extents, nshards + 64);
-	mt->ops = (PmhTableOps) {mem_alloc, mem_free, space_alloc, space_free, publish, base, mt};
+	mt->ops = (PmhTableOps) {mem_alloc, mem_free, space_alloc, space_free, publish, base, NULL, mt};
 	mt->persist = (PmhPersist) {shim_flush, shim_drain, NULL, mt};
 
 	hdr = calloc(1, sizeof(PmhFileHeader));
@@ -184,14 +184,24 @@ memtable_destroy(MemTable *mt)
 	free(mt);
 }
 
-/* Insert through the table layer, as the access method does. */
+/* Insert through the table layer, as the access method does; each change gets the next LSN. */
 PmhStatus
 memtable_insert(MemTable *mt, uint32_t hash, PmhTid tid)
 {
 	uint32_t	shard = pmh_shard_of(hash, mt->table.shard_bits);
 
 	return pmh_table_insert(&mt->table, shard, mt->mirror[shard], &mt->counts[shard],
-							hash, tid, 0);
+							hash, tid, ++mt->lsn, PMH_INSERT_NEW);
+}
+
+/* Insert as WAL replay does: only if absent, for a record at lsn. */
+PmhStatus
+memtable_replay(MemTable *mt, uint32_t hash, PmhTid tid, uint64_t lsn)
+{
+	uint32_t	shard = pmh_shard_of(hash, mt->table.shard_bits);
+
+	return pmh_table_insert(&mt->table, shard, mt->mirror[shard], &mt->counts[shard],
+							hash, tid, lsn, PMH_INSERT_IF_ABSENT);
 }
 
 typedef struct CollectState
@@ -199,11 +209,12 @@ typedef struct CollectState
 	PmhTid	   *out;
 	int			n;
 	int			cap;
+	int			unverified;
 } CollectState;
 
-/* Lookup sink: append to an array. */
+/* Lookup sink: append to an array, counting unverified TIDs. */
 static void
-collect(void *arg, const PmhTid *tids, int count)
+collect(void *arg, const PmhTid *tids, int count, uint64_t unverified)
 {
 	CollectState *cs = arg;
 
@@ -213,6 +224,7 @@ collect(void *arg, const PmhTid *tids, int count)
 			cs->out[cs->n] = tids[i];
 		cs->n++;
 	}
+	cs->unverified += __builtin_popcountll(unverified);
 }
 
 /* Look up all TIDs of a hash. */
@@ -221,7 +233,7 @@ memtable_lookup(MemTable *mt, uint32_t hash, PmhTid *out, int *n, int cap)
 {
 	uint32_t	shard = pmh_shard_of(hash, mt->table.shard_bits);
 	uint64_t	desc = __atomic_load_n(&mt->mirror[shard], __ATOMIC_ACQUIRE);
-	CollectState cs = {out, 0, cap};
+	CollectState cs = {out, 0, cap, 0};
 	PmhSegment	seg;
 	PmhStatus	st = PMH_OK;
 
@@ -234,9 +246,44 @@ memtable_lookup(MemTable *mt, uint32_t hash, PmhTid *out, int *n, int cap)
 	return st;
 }
 
+/* Number of unverified TIDs a lookup of hash reports. */
+int
+memtable_lookup_unverified(MemTable *mt, uint32_t hash)
+{
+	uint32_t	shard = pmh_shard_of(hash, mt->table.shard_bits);
+	CollectState cs = {NULL, 0, 0, 0};
+	PmhSegment	seg;
+
+	if (mt->mirror[shard] == 0)
+		return 0;
+	pmh_table_segment(&mt->table, mt->mirror[shard], &seg);
+	pmh_lookup(&seg, hash, collect, &cs);
+	return cs.unverified;
+}
+
+/* Flag entries changed after after_lsn, as recovery does; returns how many. */
+uint64_t
+memtable_flag_unverified(MemTable *mt, uint64_t after_lsn)
+{
+	uint32_t	nshards = UINT32_C(1) << mt->table.shard_bits;
+	uint64_t	flagged = 0;
+
+	for (uint32_t s = 0; s < nshards; s++)
+	{
+		PmhSegment	seg;
+
+		if (mt->mirror[s] == 0)
+			continue;
+		pmh_table_segment(&mt->table, mt->mirror[s], &seg);
+		flagged += pmh_flag_unverified(&seg, after_lsn, &mt->persist);
+		pmh_segment_count(&seg, &mt->counts[s]);
+	}
+	return flagged;
+}
+
 /* Bulk delete over every shard, shrinking shards that became sparse. */
 uint64_t
-memtable_bulk_delete(MemTable *mt, PmhDeadFn dead, void *arg)
+memtable_bulk_delete(MemTable *mt, const PmhDeleteOps *ops)
 {
 	uint64_t	removed = 0;
 	uint32_t	nshards = UINT32_C(1) << mt->table.shard_bits;
@@ -248,11 +295,11 @@ memtable_bulk_delete(MemTable *mt, PmhDeadFn dead, void *arg)
 		if (mt->mirror[s] == 0)
 			continue;
 		pmh_table_segment(&mt->table, mt->mirror[s], &seg);
-		removed += pmh_bulk_delete(&seg, dead, arg, 0, &mt->persist, &mt->counts[s]);
+		removed += pmh_bulk_delete(&seg, ops, ++mt->lsn, &mt->persist, &mt->counts[s]);
 		if (mt->counts[s].entries == 0 ||
 			pmh_needs_shrink(&mt->counts[s], seg.nbuckets, pmh_segment_header(&seg)->nposting))
-			pmh_table_rebuild(&mt->table, s, mt->mirror[s], NULL, 0, PMH_REBUILD_FILL, 0,
-							  &mt->counts[s]);
+			pmh_table_rebuild(&mt->table, s, mt->mirror[s], NULL, 0, 0, PMH_REBUILD_FILL,
+							  ++mt->lsn, &mt->counts[s]);
 	}
 	return removed;
 }
@@ -314,8 +361,9 @@ memtable_crash(MemTable *mt, double evict_probability, uint64_t seed)
 
 /* Attach visitor: copy a shard's descriptor and counts. */
 static void
-attach_visit(void *arg, uint32_t shard, uint64_t desc, const PmhCounts *counts)
+attach_visit(void *arg, uint32_t shard, uint64_t desc, const PmhCounts *counts, int broken)
 {
+	(void) broken;
 	MemTable   *mt = arg;
 
 	mt->mirror[shard] = desc;
@@ -328,6 +376,6 @@ memtable_attach(MemTable *mt)
 {
 	static char msg[256];
 
-	return pmh_table_attach(&mt->table, mt->units, &mt->freemap, attach_visit, mt,
+	return pmh_table_attach(&mt->table, mt->units, &mt->freemap, 0, attach_visit, mt,
 							msg, sizeof(msg));
 }

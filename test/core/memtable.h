@@ -24,6 +24,7 @@ typedef struct MemTable
 	uint64_t	units;
 	uint64_t	drains;			/* drains so far */
 	uint64_t	crash_at;		/* stop persisting after this many drains */
+	uint64_t	lsn;			/* WAL position given to the next change */
 	int			shim;			/* track durability */
 	uint64_t   *mirror;			/* directory as readers see it */
 	PmhCounts  *counts;			/* per-shard counters */
@@ -37,8 +38,11 @@ typedef struct MemTable
 extern MemTable *memtable_create(uint32_t shard_bits, uint64_t units, int shim);
 extern void memtable_destroy(MemTable *mt);
 extern PmhStatus memtable_insert(MemTable *mt, uint32_t hash, PmhTid tid);
+extern PmhStatus memtable_replay(MemTable *mt, uint32_t hash, PmhTid tid, uint64_t lsn);
 extern PmhStatus memtable_lookup(MemTable *mt, uint32_t hash, PmhTid *out, int *n, int cap);
-extern uint64_t memtable_bulk_delete(MemTable *mt, PmhDeadFn dead, void *arg);
+extern int	memtable_lookup_unverified(MemTable *mt, uint32_t hash);
+extern uint64_t memtable_flag_unverified(MemTable *mt, uint64_t after_lsn);
+extern uint64_t memtable_bulk_delete(MemTable *mt, const PmhDeleteOps *ops);
 extern const char *memtable_verify(MemTable *mt, uint64_t *live);
 extern void memtable_crash(MemTable *mt, double evict_probability, uint64_t seed);
 extern const char *memtable_attach(MemTable *mt);

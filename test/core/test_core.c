@@ -238,6 +238,15 @@ model_dead(void *arg, PmhTid tid)
 	return m->dead[index_of(tid)];
 }
 
+/* Bulk delete of what the model marks dead. */
+static uint64_t
+delete_dead(MemTable *mt, Model *m)
+{
+	PmhDeleteOps ops = {model_dead, NULL, NULL, m};
+
+	return memtable_bulk_delete(mt, &ops);
+}
+
 /* The scalar and vector hash comparisons agree. */
 static void
 test_match(void)
@@ -404,25 +413,22 @@ test_deletes(void)
 		add(mt, &m, k % 10 == 0 ? mix(k % 1000) : mix(k));
 	for (uint64_t i = 0; i < m.n; i++)
 		m.dead[i] = rnd() % 2;
-	removed = memtable_bulk_delete(mt, model_dead, &m);
+	removed = delete_dead(mt, &m);
 	CHECK(removed > 40000 && removed < 60000, "removed %llu", (unsigned long long) removed);
 	check_table(mt, &m);
 
-	/* single deletes, as WAL redo performs them */
+	/* presence, then a sparse delete */
 	for (uint64_t i = 0; i < m.n && !test_failed; i += 7)
 	{
 		uint32_t	shard = pmh_shard_of(m.hash[i], 4);
 		PmhSegment	seg;
-		int			done;
 
 		pmh_table_segment(&mt->table, mt->mirror[shard], &seg);
-		CHECK(pmh_contains(&seg, m.hash[i], tid_of(i)) == !m.dead[i], "contains");
-		done = pmh_delete(&seg, m.hash[i], tid_of(i), 0, &mt->persist);
-		CHECK(done == !m.dead[i], "single delete of entry %llu", (unsigned long long) i);
-		if (done)
-			mt->counts[shard].entries--;
+		CHECK(pmh_contains(&seg, m.hash[i], tid_of(i)) == !m.dead[i], "contains entry %llu",
+			  (unsigned long long) i);
 		m.dead[i] = 1;
 	}
+	delete_dead(mt, &m);
 	check_table(mt, &m);
 
 	/* mass delete: shards shrink and their space becomes free */
@@ -430,7 +436,7 @@ test_deletes(void)
 	free_before = pmh_freemap_total(&mt->freemap);
 	for (uint64_t i = 0; i < m.n; i++)
 		m.dead[i] |= rnd() % 100 != 0;
-	memtable_bulk_delete(mt, model_dead, &m);
+	delete_dead(mt, &m);
 	check_table(mt, &m);
 	CHECK(pmh_freemap_total(&mt->freemap) > free_before + units_full / 2,
 		  "shrinking freed too little: %llu of %llu units free",
@@ -513,7 +519,7 @@ crash_round(int round)
 				for (int d = 0; d <= k; d++)
 					m.dead[d] = m.dead[d] || d % 3 == 0;
 				in_flight = UINT64_MAX - 1;
-				memtable_bulk_delete(mt, model_dead, &m);
+				delete_dead(mt, &m);
 				in_flight = UINT64_MAX;
 			}
 		}
@@ -699,6 +705,15 @@ leak_space(void *arg, uint64_t unit, uint64_t units)
 	(void) units;
 }
 
+/* Race churn: entries from race_first on are dead. */
+static uint64_t race_first;
+static int
+race_dead(void *arg, PmhTid tid)
+{
+	(void) arg;
+	return index_of(tid) >= race_first;
+}
+
 /*
  * A lock-free reader races a writer that keeps deleting and reusing slots in
  * the buckets the reader probes, and sometimes rebuilds the shard.
@@ -715,23 +730,19 @@ test_reader_race(void)
 	for (uint64_t k = 0; k < RACE_STABLE; k++)
 		memtable_insert(mt, race_hash(k), tid_of(k));
 	pthread_create(&reader, NULL, race_reader, &rs);
-	for (int round = 0; round < 60000; round++)
+	for (int round = 0; round < 20000; round++)
 	{
-		uint64_t	first = next;
+		PmhDeleteOps ops = {race_dead, NULL, NULL, NULL};
 		PmhSegment	seg;
 
+		race_first = next;
 		for (int j = 0; j < 40; j++, next++)
 			memtable_insert(mt, race_hash(next), tid_of(next));
 		pmh_table_segment(&mt->table, mt->mirror[0], &seg);
-		for (uint64_t d = first; d < next; d++)
-		{
-			if (pmh_delete(&seg, race_hash(d), tid_of(d), 0, &mt->persist))
-				mt->counts[0].entries--;
-		}
-		pmh_segment_count(&seg, &mt->counts[0]);
+		pmh_bulk_delete(&seg, &ops, ++mt->lsn, &mt->persist, &mt->counts[0]);
 		if (round % 2000 == 1999)
-			pmh_table_rebuild(&mt->table, 0, mt->mirror[0], NULL, 0, PMH_REBUILD_FILL, 0,
-							  &mt->counts[0]);
+			pmh_table_rebuild(&mt->table, 0, mt->mirror[0], NULL, 0, 0, PMH_REBUILD_FILL,
+							  ++mt->lsn, &mt->counts[0]);
 	}
 	rs.stop = 1;
 	pthread_join(reader, NULL);
@@ -739,6 +750,152 @@ test_reader_race(void)
 	CHECK(rs.bad == 0, "%llu bad lookups out of %llu", (unsigned long long) rs.bad,
 		  (unsigned long long) rs.lookups);
 	memtable_destroy(mt);
+}
+
+/* Phantom check for tests: entries numbered from phantom_from are phantoms. */
+static uint64_t phantom_from;
+static int
+is_phantom(void *arg, PmhTid tid)
+{
+	(void) arg;
+	return index_of(tid) >= phantom_from;
+}
+
+/*
+ * Entries changed after a recovery point are flagged unverified; lookups
+ * report them, a new insert of the same entry confirms it instead of
+ * storing it twice, rebuilds keep the flag, and VACUUM's phantom check
+ * removes phantoms and confirms the rest.
+ */
+static void
+test_unverified(void)
+{
+	MemTable   *mt = memtable_create(2, 64, 0);
+	Model		m = {0};
+	uint64_t	point;
+	uint64_t	flagged;
+	uint64_t	live;
+	int			unverified_after = 0;
+	PmhDeleteOps ops = {NULL, is_phantom, NULL, NULL};
+
+	for (uint64_t k = 0; k < 20000; k++)
+		add(mt, &m, k % 4 == 0 ? mix(k % 40) : mix(k));
+	point = mt->lsn;
+	for (uint64_t k = 20000; k < 22000; k++)
+		add(mt, &m, k % 4 == 0 ? mix(k % 40) : mix(k));
+	flagged = memtable_flag_unverified(mt, point);
+	CHECK(flagged >= 2000, "only %llu entries flagged", (unsigned long long) flagged);
+	for (uint64_t k = 20000; k < 22000; k++)
+		unverified_after += memtable_lookup_unverified(mt, m.hash[k]) > 0;
+	CHECK(unverified_after == 2000, "%d of 2000 late entries reported unverified", unverified_after);
+	check_table(mt, &m);
+
+	/* re-inserting an unverified entry confirms it */
+	for (uint64_t k = 20000; k < 21000; k++)
+		CHECK(memtable_insert(mt, m.hash[k], tid_of(k)) == PMH_PRESENT, "re-insert of %llu",
+			  (unsigned long long) k);
+	check_table(mt, &m);
+
+	/* growth keeps the flags */
+	for (uint64_t k = 22000; k < 60000; k++)
+		add(mt, &m, mix(k));
+	check_table(mt, &m);
+	CHECK(memtable_lookup_unverified(mt, m.hash[21500]) > 0, "flag lost by a rebuild");
+
+	/* VACUUM's check removes phantoms and confirms the others */
+	phantom_from = 21500;
+	for (uint64_t i = 21500; i < 22000; i++)
+		m.dead[i] = 1;
+	memtable_bulk_delete(mt, &ops);
+	check_table(mt, &m);
+	for (uint64_t k = 0; k < m.n && !test_failed; k++)
+		CHECK(m.dead[k] || memtable_lookup_unverified(mt, m.hash[k]) == 0,
+			  "entry %llu still unverified", (unsigned long long) k);
+	CHECK(memtable_verify(mt, &live) == NULL, "verify");
+	memtable_destroy(mt);
+	model_free(&m);
+}
+
+/* One logged change of the replay test. */
+typedef struct LoggedOp
+{
+	uint64_t	lsn;
+	uint64_t	entry;			/* inserted entry, or first of a deleted range */
+	uint64_t	until;			/* deletes: end of the range */
+	int			is_delete;
+} LoggedOp;
+
+static uint64_t replay_from;
+static uint64_t replay_until;
+static int
+in_replay_range(void *arg, PmhTid tid)
+{
+	(void) arg;
+	return index_of(tid) >= replay_from && index_of(tid) < replay_until && index_of(tid) % 2 == 0;
+}
+
+/*
+ * WAL replay after a crash: the file already holds some changes of the
+ * replayed range (all of them, or a prefix).  Replaying inserts only where
+ * absent and deletes by set leaves exactly the final content, with no
+ * duplicates, including entries of a heavy key in chains.
+ */
+static void
+test_replay(void)
+{
+	for (int round = 0; round < 6 && !test_failed; round++)
+	{
+		MemTable   *mt = memtable_create(1, 64, 0);
+		Model		m = {0};
+		LoggedOp   *log = calloc(40000, sizeof(LoggedOp));
+		int			nlog = 0;
+		uint64_t	redo_start;
+		int			crash_after;
+		uint64_t	live;
+
+		for (uint64_t k = 0; k < 30000; k++)
+		{
+			add(mt, &m, k % 3 == 0 ? mix(round) : mix(round * 1000000 + k));
+			log[nlog++] = (LoggedOp) {mt->lsn, k, 0, 0};
+			if (k % 7000 == 6999)
+			{
+				PmhDeleteOps ops = {in_replay_range, NULL, NULL, NULL};
+
+				replay_from = k - 6999;
+				replay_until = k - 3000;
+				for (uint64_t d = replay_from; d < replay_until; d += 2)
+					m.dead[d] = 1;
+				memtable_bulk_delete(mt, &ops);
+				log[nlog++] = (LoggedOp) {mt->lsn, replay_from, replay_until, 1};
+			}
+		}
+		/* the crash: a file with all changes, or with those up to a point */
+		redo_start = log[nlog / 3].lsn;
+		crash_after = round % 2 ? nlog : nlog - 1;
+		(void) crash_after;
+		memtable_flag_unverified(mt, redo_start);
+		for (int i = nlog / 3; i < nlog; i++)
+		{
+			LoggedOp   *op = &log[i];
+
+			if (op->is_delete)
+			{
+				PmhDeleteOps ops = {in_replay_range, NULL, NULL, NULL};
+
+				replay_from = op->entry;
+				replay_until = op->until;
+				memtable_bulk_delete(mt, &ops);
+			}
+			else
+				CHECK(memtable_replay(mt, m.hash[op->entry], tid_of(op->entry), op->lsn) != PMH_CORRUPT,
+					  "replay of entry %llu", (unsigned long long) op->entry);
+		}
+		check_table(mt, &m);
+		CHECK(memtable_verify(mt, &live) == NULL, "verify after replay");
+		memtable_destroy(mt);
+		model_free(&m);
+		free(log);
+	}
 }
 
 typedef struct TestCase
@@ -761,6 +918,8 @@ main(void)
 		{"crashes", test_crashes},
 		{"damage", test_damage},
 		{"reader_race", test_reader_race},
+		{"unverified", test_unverified},
+		{"replay", test_replay},
 	};
 
 	printf("# hash comparison: %s\n", pmh_match_impl());

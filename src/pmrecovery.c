@@ -1,0 +1,127 @@
+/*-------------------------------------------------------------------------
+ *
+ * pmrecovery.c
+ *	  What recovery does to index files before and after WAL replay.
+ *
+ * Before replay, every entry in a bucket stamped after the redo start point
+ * is flagged unverified: it may be a phantom whose WAL was lost, or a torn
+ * slot of a base-backup copy (see pmwal.c).  After replay, everything the
+ * startup process changed is made durable, all shared state is dropped so
+ * that normal backends re-attach with full validation, and files that
+ * replay could not bring up to date are marked to be rebuilt from their
+ * table by the first backend that opens them.
+ *
+ * Copyright (c) 2026, pmhash developers
+ *
+ * IDENTIFICATION
+ *	  src/pmrecovery.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <libpmem.h>
+#include <sys/stat.h>
+
+#include "storage/bufmgr.h"
+#include "storage/fd.h"
+
+#include "pmhash.h"
+
+/* Flag the unverified entries of one file; durable before replay starts. */
+static void
+flag_file(const char *path, XLogRecPtr redo_start)
+{
+	size_t		len;
+	int			is_pmem;
+	char	   *base = pmem_map_file(path, 0, 0, 0, &len, &is_pmem);
+	PmhPersist	persist = {NULL, NULL, NULL, NULL};
+	uint64		flagged;
+
+	if (base == NULL)
+		return;
+	if (is_pmem)
+	{
+		persist.flush = pmh_pmem_flush;
+		persist.drain = pmh_pmem_drain;
+	}
+	flagged = pmh_file_flag_unverified(base, len / PMH_UNIT_SIZE, redo_start, &persist);
+	if (!is_pmem && flagged > 0 && pmem_msync(base, len) != 0)
+		ereport(FATAL,
+				(errcode_for_file_access(),
+				 errmsg("could not sync pmhash file \"%s\": %m", path)));
+	pmem_unmap(base, len);
+	if (flagged > 0)
+		ereport(LOG,
+				(errmsg("pmhash: %llu entries of \"%s\" changed after the redo point are checked against the heap before use",
+						(unsigned long long) flagged, path)));
+}
+
+/* Before replay: flag the unverified entries of every permanent index file. */
+void
+pmh_recovery_flag_files(XLogRecPtr redo_start)
+{
+	DIR		   *dir = AllocateDir(pmhash_directory);
+	struct dirent *de;
+
+	if (dir == NULL)
+		return;
+	while ((de = ReadDirExtended(dir, pmhash_directory, LOG)) != NULL)
+	{
+		char		path[MAXPGPATH];
+		Oid			db;
+		Oid			rel;
+		char		tail[8];
+
+		/* temporary and unlogged indexes are gone or reset after a crash */
+		if (sscanf(de->d_name, "%u_%u.%7s", &db, &rel, tail) != 3 || strcmp(tail, "pmh") != 0)
+			continue;
+		snprintf(path, MAXPGPATH, "%s/%s", pmhash_directory, de->d_name);
+		flag_file(path, redo_start);
+	}
+	FreeDir(dir);
+}
+
+/* A slot with broken shards after replay: rebuild its file when next opened. */
+static void
+mark_slot_broken(PmhSlot *slot)
+{
+	pmh_set_file_state(slot->path, PMH_STATE_NEEDS_REBUILD);
+	ereport(LOG,
+			(errmsg("pmhash: \"%s\" could not be fully recovered; the index will be rebuilt from its table when next used",
+					slot->path)));
+}
+
+/* After replay: drop shared state; files with broken shards get rebuilt. */
+void
+pmh_recovery_finish(void)
+{
+	pmh_slots_detach_all(mark_slot_broken);
+}
+
+/*
+ * A file whose WAL could not be replayed (missing or damaged): mark it to be
+ * rebuilt, or leave a placeholder that says so if the index still exists.
+ */
+void
+pmh_mark_needs_rebuild(const RelFileNode *node)
+{
+	PmhFileKey	key;
+	char		path[MAXPGPATH];
+	struct stat st;
+	RelFileNode main_node;
+
+	memset(&key, 0, sizeof(key));
+	key.node = *node;
+	key.node.spcNode = InvalidOid;
+	key.backend = InvalidBackendId;
+	pmh_file_path(&key, path);
+	if (stat(path, &st) == 0)
+	{
+		pmh_set_file_state(path, PMH_STATE_NEEDS_REBUILD);
+		return;
+	}
+	if (!pmh_find_main_fork(node->dbNode, node->relNode, InvalidBackendId, &main_node))
+		return;
+	pmh_create_placeholder(&main_node);
+}

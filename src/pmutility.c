@@ -1,0 +1,235 @@
+/*-------------------------------------------------------------------------
+ *
+ * pmutility.c
+ *	  Carrying index files through utility commands that core performs on
+ *	  relation files alone.
+ *
+ * ALTER INDEX ... SET TABLESPACE (and ALTER TABLE ALL IN TABLESPACE) give
+ * an index a new relfilenode and copy its main fork; CREATE DATABASE copies
+ * the relation files of its template.  Neither knows about pmhash files, so
+ * this hook copies them after the command, rewriting the identity in their
+ * header, and WAL-logs the copy so that standbys and recovery do the same.
+ * A copy made by a transaction that aborts is removed; the old file of a
+ * moved index goes with its main fork when the transaction commits.
+ *
+ * Copyright (c) 2026, pmhash developers
+ *
+ * IDENTIFICATION
+ *	  src/pmutility.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/xact.h"
+#include "catalog/pg_class.h"
+#include "commands/dbcommands.h"
+#include "commands/defrem.h"
+#include "miscadmin.h"
+#include "nodes/parsenodes.h"
+#include "storage/fd.h"
+#include "tcop/utility.h"
+#include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/syscache.h"
+
+#include "pmhash.h"
+
+typedef struct IndexStorage
+{
+	Oid			relid;
+	Oid			relnode;
+	Oid			spc;
+	char		persistence;
+} IndexStorage;
+
+static ProcessUtility_hook_type prev_ProcessUtility = NULL;
+
+/* Whether a statement may give indexes new relfilenodes in other tablespaces. */
+static bool
+moves_tablespaces(Node *stmt)
+{
+	ListCell   *lc;
+
+	if (IsA(stmt, AlterTableMoveAllStmt))
+		return true;
+	if (!IsA(stmt, AlterTableStmt))
+		return false;
+	foreach(lc, ((AlterTableStmt *) stmt)->cmds)
+	{
+		if (((AlterTableCmd *) lfirst(lc))->subtype == AT_SetTableSpace)
+			return true;
+	}
+	return false;
+}
+
+/* The storage of every pmhash index of this database (none without the AM). */
+static List *
+pmhash_indexes(void)
+{
+	Oid			amoid = get_index_am_oid("pmhash", true);
+	List	   *result = NIL;
+	Relation	rel;
+	SysScanDesc scan;
+	ScanKeyData key;
+	HeapTuple	tuple;
+
+	if (!OidIsValid(amoid))
+		return NIL;
+	ScanKeyInit(&key, Anum_pg_class_relam, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(amoid));
+	rel = table_open(RelationRelationId, AccessShareLock);
+	scan = systable_beginscan(rel, InvalidOid, false, NULL, 1, &key);
+	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
+	{
+		Form_pg_class form = (Form_pg_class) GETSTRUCT(tuple);
+		IndexStorage *is;
+
+		if (form->relkind != RELKIND_INDEX)
+			continue;
+		is = palloc(sizeof(IndexStorage));
+		is->relid = form->oid;
+		is->relnode = form->relfilenode;
+		is->spc = form->reltablespace;
+		is->persistence = form->relpersistence;
+		result = lappend(result, is);
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return result;
+}
+
+/* Copy the file of one index to its new relfilenode; log it and undo it on abort. */
+static void
+carry_file(const RelFileNode *from, const RelFileNode *to, Oid relid, bool logged)
+{
+	PmhFileKey	key;
+	char		path[MAXPGPATH];
+
+	if (!pmh_copy_file(from, to))
+		return;					/* no source file: opening the index reports it */
+	memset(&key, 0, sizeof(key));
+	key.node = *to;
+	key.node.spcNode = InvalidOid;
+	key.backend = InvalidBackendId;
+	pmh_file_path(&key, path);
+	pmh_remember_created(&key, relid, path);
+	if (logged)
+		pmh_log_copy(from, to);
+}
+
+/* After a move: copy the files of indexes that got a new relfilenode. */
+static void
+carry_moved_indexes(List *before)
+{
+	ListCell   *lc;
+
+	foreach(lc, before)
+	{
+		IndexStorage *was = lfirst(lc);
+		HeapTuple	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(was->relid));
+		Form_pg_class form;
+		RelFileNode from;
+		RelFileNode to;
+
+		if (!HeapTupleIsValid(tuple))
+			continue;
+		form = (Form_pg_class) GETSTRUCT(tuple);
+		if (form->relfilenode != was->relnode && was->persistence != RELPERSISTENCE_TEMP)
+		{
+			from.spcNode = was->spc ? was->spc : MyDatabaseTableSpace;
+			from.dbNode = MyDatabaseId;
+			from.relNode = was->relnode;
+			to.spcNode = form->reltablespace ? form->reltablespace : MyDatabaseTableSpace;
+			to.dbNode = MyDatabaseId;
+			to.relNode = form->relfilenode;
+			carry_file(&from, &to, was->relid, was->persistence == RELPERSISTENCE_PERMANENT);
+		}
+		ReleaseSysCache(tuple);
+	}
+}
+
+/* The template a CREATE DATABASE copies. */
+static char *
+template_of(CreatedbStmt *stmt)
+{
+	ListCell   *lc;
+
+	foreach(lc, stmt->options)
+	{
+		DefElem    *def = lfirst(lc);
+
+		if (strcmp(def->defname, "template") == 0)
+			return defGetString(def);
+	}
+	return "template1";
+}
+
+/* After CREATE DATABASE: copy the template's index files to the new database. */
+static void
+carry_template_files(CreatedbStmt *stmt)
+{
+	Oid			template_oid = get_database_oid(template_of(stmt), true);
+	Oid			new_oid = get_database_oid(stmt->dbname, true);
+	DIR		   *dir;
+	struct dirent *de;
+
+	if (!OidIsValid(template_oid) || !OidIsValid(new_oid))
+		return;
+	dir = AllocateDir(pmhash_directory);
+	while (dir != NULL && (de = ReadDirExtended(dir, pmhash_directory, LOG)) != NULL)
+	{
+		Oid			db;
+		Oid			rel;
+		char		tail[8];
+		RelFileNode from;
+		RelFileNode to;
+
+		if (sscanf(de->d_name, "%u_%u.%7s", &db, &rel, tail) != 3 ||
+			strcmp(tail, "pmh") != 0 || db != template_oid)
+			continue;
+		from.spcNode = InvalidOid;
+		from.dbNode = template_oid;
+		from.relNode = rel;
+		to = from;
+		to.dbNode = new_oid;
+		carry_file(&from, &to, InvalidOid, true);
+	}
+	if (dir != NULL)
+		FreeDir(dir);
+}
+
+/* ProcessUtility hook. */
+static void
+pmhash_ProcessUtility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
+					  ProcessUtilityContext context, ParamListInfo params,
+					  QueryEnvironment *queryEnv, DestReceiver *dest, QueryCompletion *qc)
+{
+	Node	   *stmt = pstmt->utilityStmt;
+	List	   *before = NIL;
+
+	if (moves_tablespaces(stmt))
+		before = pmhash_indexes();
+	if (prev_ProcessUtility)
+		prev_ProcessUtility(pstmt, queryString, readOnlyTree, context, params,
+							queryEnv, dest, qc);
+	else
+		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context, params,
+								queryEnv, dest, qc);
+	if (before != NIL)
+		carry_moved_indexes(before);
+	if (IsA(stmt, CreatedbStmt))
+		carry_template_files((CreatedbStmt *) stmt);
+}
+
+/* Install the hook (from _PG_init, preloading only). */
+void
+pmh_utility_init(void)
+{
+	prev_ProcessUtility = ProcessUtility_hook;
+	ProcessUtility_hook = pmhash_ProcessUtility;
+}

@@ -1,0 +1,506 @@
+/*-------------------------------------------------------------------------
+ *
+ * pmwal.c
+ *	  The pmhash WAL resource manager: records, replay, and what recovery
+ *	  does before and after replay.
+ *
+ * The durability protocol
+ * -----------------------
+ * Index files live outside the buffer manager, so PostgreSQL's rule of
+ * writing WAL before data cannot hold: a store to a mapped file may become
+ * durable at any moment.  pmhash therefore makes its WAL *logical* and its
+ * replay *idempotent*, and repairs what a crash can leave behind.
+ *
+ * Records (all carry the file's RelFileNode; none needs the catalog):
+ *	 CREATE   a new, empty file (CREATE INDEX, REINDEX, TRUNCATE, ...)
+ *	 INSERT   one (hash, TID)
+ *	 DELETE   the (hash, TID) pairs VACUUM removed from one shard
+ *	 REBUILD  the complete content of one shard after a rebuild (growth,
+ *			  shrinking, chain creation, bulk build)
+ *	 COPY     the file of an index moved by core to a new relfilenode
+ * Each is logged under the shard's writer lock, so that the WAL order of the
+ * changes to one shard is the order in which they were applied.  Every
+ * changed bucket or posting block is stamped with the record's end LSN.
+ * Replay inserts only what is absent (looking only in buckets stamped at or
+ * after the record), deletes what is present, and replaces a shard's whole
+ * content on REBUILD.  Structural work (growth, placement) is local to each
+ * server: a standby holds the same entries as its primary, not the same
+ * bytes.
+ *
+ * The five hazards:
+ * 1. Stores durable ahead of their WAL.  After a crash the file can hold
+ *	  entries whose records were lost (phantoms: TIDs of heap tuples that
+ *	  never became durable, possibly past the heap's end).  When redo starts,
+ *	  every entry of a bucket stamped after the redo start point is flagged
+ *	  unverified.  Scans check unverified TIDs against the heap's length,
+ *	  inserts of an unverified entry confirm it instead of storing it twice,
+ *	  and VACUUM removes unverified entries whose line pointer is unused or
+ *	  missing and confirms the rest.  Lost deletions are harmless: VACUUM
+ *	  deletes only dead TIDs.
+ * 2. Changes before a checkpoint's redo point.  Such a change is not
+ *	  replayed, so it must be durable before anything depends on it.  Every
+ *	  change of a transaction is durable before its commit record: on DAX it
+ *	  is flushed and fenced when made; on an ordinary file the dirtied ranges
+ *	  are msync'ed at PRE_COMMIT.  VACUUM syncs before ambulkdelete returns,
+ *	  rebuilds before they publish.  A change of a transaction that never
+ *	  commits may be lost or kept; either is harmless.
+ * 3. Torn multi-bucket changes.  A rebuild writes a new segment into free
+ *	  space, makes it durable, and publishes it with one 8-byte directory
+ *	  store; an insert that extends a run sets and persists the overflow bits
+ *	  before the entry's commit word.  Free space is known only by
+ *	  reachability from the directory, so a torn rebuild leaks nothing.
+ * 4. Standby replay concurrent with probes.  The startup process is just
+ *	  another writer: it takes shard locks, publishes with commit words and
+ *	  directory stores, and frees segments only when no reader announced
+ *	  before their retirement can still be inside them.
+ * 5. Fuzzy base-backup copies.  A copied file may mix moments.  Torn slots
+ *	  are harmless (rechecked against the heap) or flagged by hazard 1's
+ *	  rule (they lie in buckets changed after the backup's redo point); a
+ *	  shard restructured during the copy can point to garbage, but the
+ *	  copy's REBUILD record replaces it wholesale.  Until then, recovery
+ *	  treats a shard whose segment fails validation as broken and skips
+ *	  records for it.  A shard still broken when recovery ends, or a file
+ *	  missing for an index that exists, is rebuilt from the heap by the
+ *	  first backend that opens it, with a LOG line.
+ *
+ * What each path survives: on DAX (fs-DAX mounted with MAP_SYNC, or Device
+ * DAX) every acknowledged commit survives a PostgreSQL crash, an OS crash
+ * and power loss.  On an ordinary file the same holds as long as msync
+ * reaches stable storage (it does on local file systems); with
+ * PMEM_IS_PMEM_FORCE=1 on a non-DAX file system only PostgreSQL crashes are
+ * survived (the flushes reach the page cache, not the device).
+ *
+ * Copyright (c) 2026, pmhash developers
+ *
+ * IDENTIFICATION
+ *	  src/pmwal.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xlog.h"
+#include "access/xlog_internal.h"
+#include "access/xloginsert.h"
+#include "access/xlogreader.h"
+#include "access/xlogutils.h"
+#include "common/relpath.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "utils/memutils.h"
+
+#include "pmhash.h"
+
+#define XLOG_PMHASH_CREATE		0x00
+#define XLOG_PMHASH_INSERT		0x10
+#define XLOG_PMHASH_DELETE		0x20
+#define XLOG_PMHASH_REBUILD		0x30
+#define XLOG_PMHASH_COPY		0x40
+
+typedef struct xl_pmhash_create
+{
+	RelFileNode node;
+	uint64		generation;
+	uint32		shard_bits;
+	uint32		flags;
+} xl_pmhash_create;
+
+typedef struct xl_pmhash_insert
+{
+	RelFileNode node;
+	uint32		hash;
+	ItemPointerData tid;
+} xl_pmhash_insert;
+
+#define SizeOfPmhashInsert	(offsetof(xl_pmhash_insert, tid) + sizeof(ItemPointerData))
+
+/* DELETE and REBUILD: a shard and its entries (PmhEntry each) */
+typedef struct xl_pmhash_entries
+{
+	RelFileNode node;
+	uint32		shard;
+	uint32		fill_permille;	/* REBUILD: bucket fill of the new layout */
+	uint64		count;
+} xl_pmhash_entries;
+
+typedef struct xl_pmhash_copy
+{
+	RelFileNode from;
+	RelFileNode to;
+} xl_pmhash_copy;
+
+/* Startup process: files whose records could not be applied. */
+static List *unapplied_files = NIL;
+static uint64 records_since_sync = 0;
+
+/* Log the creation of an empty index file. */
+XLogRecPtr
+pmh_log_create(const RelFileNode *node, uint64 generation, uint32 shard_bits, uint32 flags)
+{
+	xl_pmhash_create xlrec;
+
+	xlrec.node = *node;
+	xlrec.generation = generation;
+	xlrec.shard_bits = shard_bits;
+	xlrec.flags = flags;
+	XLogBeginInsert();
+	XLogRegisterData((char *) &xlrec, sizeof(xlrec));
+	return XLogInsert(RM_PMHASH_ID, XLOG_PMHASH_CREATE);
+}
+
+/* Log one inserted entry. */
+XLogRecPtr
+pmh_log_insert(const RelFileNode *node, uint32 hash, ItemPointer tid)
+{
+	xl_pmhash_insert xlrec;
+
+	xlrec.node = *node;
+	xlrec.hash = hash;
+	xlrec.tid = *tid;
+	XLogBeginInsert();
+	XLogRegisterData((char *) &xlrec, SizeOfPmhashInsert);
+	return XLogInsert(RM_PMHASH_ID, XLOG_PMHASH_INSERT);
+}
+
+/* Log a shard's entries: deleted ones (DELETE) or its whole content (REBUILD). */
+XLogRecPtr
+pmh_log_entries(const RelFileNode *node, bool rebuild, uint32 shard, double fill,
+				const PmhEntry *entries, uint64 count)
+{
+	xl_pmhash_entries xlrec;
+
+	xlrec.node = *node;
+	xlrec.shard = shard;
+	xlrec.fill_permille = (uint32) (fill * 1000);
+	xlrec.count = count;
+	XLogBeginInsert();
+	XLogRegisterData((char *) &xlrec, sizeof(xlrec));
+	if (count > 0)
+		XLogRegisterData((char *) entries, count * sizeof(PmhEntry));
+	return XLogInsert(RM_PMHASH_ID, rebuild ? XLOG_PMHASH_REBUILD : XLOG_PMHASH_DELETE);
+}
+
+/* Log that an index file was copied to a new relfilenode. */
+XLogRecPtr
+pmh_log_copy(const RelFileNode *from, const RelFileNode *to)
+{
+	xl_pmhash_copy xlrec;
+
+	xlrec.from = *from;
+	xlrec.to = *to;
+	XLogBeginInsert();
+	XLogRegisterData((char *) &xlrec, sizeof(xlrec));
+	return XLogInsert(RM_PMHASH_ID, XLOG_PMHASH_COPY);
+}
+
+/* Remember a file whose records replay had to skip. */
+static void
+note_unapplied(const RelFileNode *node)
+{
+	ListCell   *lc;
+	RelFileNode *copy;
+
+	foreach(lc, unapplied_files)
+	{
+		if (RelFileNodeEquals(*(RelFileNode *) lfirst(lc), *node))
+			return;
+	}
+	copy = MemoryContextAlloc(TopMemoryContext, sizeof(RelFileNode));
+	*copy = *node;
+	unapplied_files = lappend(unapplied_files, copy);
+	ereport(LOG,
+			(errmsg("pmhash: WAL for index file %u/%u/%u cannot be replayed; the index will be rebuilt from its table after recovery",
+					node->spcNode, node->dbNode, node->relNode)));
+}
+
+/* Open an index file for replay; NULL (noted) if it cannot take records. */
+static PmhIndex *
+redo_open(const RelFileNode *node)
+{
+	PmhIndex   *ix = pmh_open_for_redo(node);
+
+	if (ix == NULL)
+		note_unapplied(node);
+	return ix;
+}
+
+/*
+ * Run a shard-level replay step under the shard's writer lock; a shard that
+ * recovery found broken waits for its REBUILD record.
+ */
+static void
+redo_insert(XLogReaderState *record)
+{
+	xl_pmhash_insert *xlrec = (xl_pmhash_insert *) XLogRecGetData(record);
+	PmhIndex   *ix = redo_open(&xlrec->node);
+	uint32		shard;
+	PmhShardState *state;
+	PmhTid		tid;
+	PmhStatus	st;
+
+	if (ix == NULL)
+		return;
+	shard = pmh_shard_of(xlrec->hash, ix->table.shard_bits);
+	state = &ix->slot->shards[shard];
+	memcpy(&tid, &xlrec->tid, sizeof(PmhTid));
+	LWLockAcquire(pmh_shard_lock(ix->slot, shard), LW_EXCLUSIVE);
+	if (!state->broken)
+	{
+		uint64		desc = pg_atomic_read_u64(&state->desc);
+		PmhSegment	seg;
+
+		if (desc != 0)
+			pmh_segment_of(ix, desc, &seg);
+		st = pmh_table_insert(&ix->table, shard, desc, &state->counts, xlrec->hash, tid,
+							  record->EndRecPtr, PMH_INSERT_IF_ABSENT);
+		if (st == PMH_CORRUPT || st == PMH_FULL)
+			state->broken = true;
+	}
+	LWLockRelease(pmh_shard_lock(ix->slot, shard));
+	pmh_leave();
+}
+
+/* qsort/bsearch comparator: entries by TID. */
+static int
+entry_tid_cmp(const void *a, const void *b)
+{
+	return pmh_tid_cmp(((const PmhEntry *) a)->tid, ((const PmhEntry *) b)->tid);
+}
+
+typedef struct DeletedSet
+{
+	PmhEntry   *entries;
+	uint64		count;
+} DeletedSet;
+
+/* Replay callback: whether a TID is among the deleted ones. */
+static int
+in_deleted_set(void *arg, PmhTid tid)
+{
+	DeletedSet *set = arg;
+	PmhEntry	key;
+
+	key.tid = tid;
+	return bsearch(&key, set->entries, set->count, sizeof(PmhEntry), entry_tid_cmp) != NULL;
+}
+
+/* Replay a VACUUM deletion: one pass over the shard, deleting by set. */
+static void
+redo_delete(XLogReaderState *record)
+{
+	xl_pmhash_entries *xlrec = (xl_pmhash_entries *) XLogRecGetData(record);
+	PmhIndex   *ix = redo_open(&xlrec->node);
+	PmhShardState *state;
+	DeletedSet	set;
+	PmhDeleteOps ops = {in_deleted_set, NULL, NULL, &set};
+	uint64		desc;
+
+	if (ix == NULL)
+		return;
+	set.count = xlrec->count;
+	set.entries = palloc_extended(Max(set.count, 1) * sizeof(PmhEntry), MCXT_ALLOC_HUGE);
+	memcpy(set.entries, (char *) xlrec + sizeof(xl_pmhash_entries), set.count * sizeof(PmhEntry));
+	qsort(set.entries, set.count, sizeof(PmhEntry), entry_tid_cmp);
+
+	state = &ix->slot->shards[xlrec->shard];
+	LWLockAcquire(pmh_shard_lock(ix->slot, xlrec->shard), LW_EXCLUSIVE);
+	desc = pg_atomic_read_u64(&state->desc);
+	if (!state->broken && desc != 0)
+	{
+		PmhSegment	seg;
+
+		pmh_segment_of(ix, desc, &seg);
+		pmh_bulk_delete(&seg, &ops, record->EndRecPtr, &ix->persist, &state->counts);
+	}
+	LWLockRelease(pmh_shard_lock(ix->slot, xlrec->shard));
+	pmh_leave();
+	pfree(set.entries);
+}
+
+/* Replay a rebuild: the shard's content becomes the record's. */
+static void
+redo_rebuild(XLogReaderState *record)
+{
+	xl_pmhash_entries *xlrec = (xl_pmhash_entries *) XLogRecGetData(record);
+	PmhIndex   *ix = redo_open(&xlrec->node);
+	PmhShardState *state;
+	PmhEntry   *entries;
+	PmhStatus	st;
+
+	if (ix == NULL)
+		return;
+	entries = palloc_extended(Max(xlrec->count, 1) * sizeof(PmhEntry), MCXT_ALLOC_HUGE);
+	memcpy(entries, (char *) xlrec + sizeof(xl_pmhash_entries), xlrec->count * sizeof(PmhEntry));
+	state = &ix->slot->shards[xlrec->shard];
+	LWLockAcquire(pmh_shard_lock(ix->slot, xlrec->shard), LW_EXCLUSIVE);
+	st = pmh_table_rebuild(&ix->table, xlrec->shard,
+						   state->broken ? 0 : pg_atomic_read_u64(&state->desc),
+						   entries, xlrec->count, 1, xlrec->fill_permille / 1000.0,
+						   record->EndRecPtr, &state->counts);
+	state->broken = st != PMH_OK;
+	LWLockRelease(pmh_shard_lock(ix->slot, xlrec->shard));
+	pmh_leave();
+	pfree(entries);
+}
+
+/* Replay the creation of an index file. */
+static void
+redo_create(XLogReaderState *record)
+{
+	xl_pmhash_create *xlrec = (xl_pmhash_create *) XLogRecGetData(record);
+
+	pmh_create_for_redo(&xlrec->node, xlrec->generation, xlrec->shard_bits, xlrec->flags);
+}
+
+/* Replay the copy of an index file to a new relfilenode. */
+static void
+redo_copy(XLogReaderState *record)
+{
+	xl_pmhash_copy *xlrec = (xl_pmhash_copy *) XLogRecGetData(record);
+
+	if (!pmh_copy_file(&xlrec->from, &xlrec->to))
+		note_unapplied(&xlrec->to);
+}
+
+/* rm_redo */
+static void
+pmhash_redo(XLogReaderState *record)
+{
+	uint8		info = XLogRecGetInfo(record) & ~XLR_INFO_MASK;
+
+	switch (info)
+	{
+		case XLOG_PMHASH_CREATE:
+			redo_create(record);
+			break;
+		case XLOG_PMHASH_INSERT:
+			redo_insert(record);
+			break;
+		case XLOG_PMHASH_DELETE:
+			redo_delete(record);
+			break;
+		case XLOG_PMHASH_REBUILD:
+			redo_rebuild(record);
+			break;
+		case XLOG_PMHASH_COPY:
+			redo_copy(record);
+			break;
+		default:
+			elog(PANIC, "pmhash_redo: unknown op code %u", info);
+	}
+	/* on ordinary files, bound what an OS crash of a standby can lose */
+	if (++records_since_sync >= 1024)
+	{
+		pmh_sync_all_dirty();
+		records_since_sync = 0;
+	}
+}
+
+/* rm_desc: readable records for pg_walinspect. */
+static void
+pmhash_desc(StringInfo buf, XLogReaderState *record)
+{
+	uint8		info = XLogRecGetInfo(record) & ~XLR_INFO_MASK;
+	char	   *data = XLogRecGetData(record);
+
+	switch (info)
+	{
+		case XLOG_PMHASH_CREATE:
+			{
+				xl_pmhash_create *xlrec = (xl_pmhash_create *) data;
+
+				appendStringInfo(buf, "rel %u/%u/%u; generation " UINT64_FORMAT "; shards %u",
+								 xlrec->node.spcNode, xlrec->node.dbNode, xlrec->node.relNode,
+								 xlrec->generation, 1U << xlrec->shard_bits);
+				break;
+			}
+		case XLOG_PMHASH_INSERT:
+			{
+				xl_pmhash_insert *xlrec = (xl_pmhash_insert *) data;
+
+				appendStringInfo(buf, "rel %u/%u/%u; hash %08x; tid (%u,%u)",
+								 xlrec->node.spcNode, xlrec->node.dbNode, xlrec->node.relNode,
+								 xlrec->hash, ItemPointerGetBlockNumberNoCheck(&xlrec->tid),
+								 ItemPointerGetOffsetNumberNoCheck(&xlrec->tid));
+				break;
+			}
+		case XLOG_PMHASH_DELETE:
+		case XLOG_PMHASH_REBUILD:
+			{
+				xl_pmhash_entries *xlrec = (xl_pmhash_entries *) data;
+
+				appendStringInfo(buf, "rel %u/%u/%u; shard %u; entries " UINT64_FORMAT,
+								 xlrec->node.spcNode, xlrec->node.dbNode, xlrec->node.relNode,
+								 xlrec->shard, xlrec->count);
+				break;
+			}
+		case XLOG_PMHASH_COPY:
+			{
+				xl_pmhash_copy *xlrec = (xl_pmhash_copy *) data;
+
+				appendStringInfo(buf, "from rel %u/%u/%u; to rel %u/%u/%u",
+								 xlrec->from.spcNode, xlrec->from.dbNode, xlrec->from.relNode,
+								 xlrec->to.spcNode, xlrec->to.dbNode, xlrec->to.relNode);
+				break;
+			}
+	}
+}
+
+/* rm_identify */
+static const char *
+pmhash_identify(uint8 info)
+{
+	switch (info & ~XLR_INFO_MASK)
+	{
+		case XLOG_PMHASH_CREATE:
+			return "CREATE";
+		case XLOG_PMHASH_INSERT:
+			return "INSERT";
+		case XLOG_PMHASH_DELETE:
+			return "DELETE";
+		case XLOG_PMHASH_REBUILD:
+			return "REBUILD";
+		case XLOG_PMHASH_COPY:
+			return "COPY";
+	}
+	return NULL;
+}
+
+/* rm_startup: before replay, flag what a crash may have left unverified. */
+static void
+pmhash_startup(void)
+{
+	pmh_recovery_flag_files(GetRedoRecPtr());
+}
+
+/* rm_cleanup: after replay, make it durable and hand over to normal running. */
+static void
+pmhash_cleanup(void)
+{
+	ListCell   *lc;
+
+	pmh_sync_all_dirty();
+	pmh_recovery_finish();
+	foreach(lc, unapplied_files)
+		pmh_mark_needs_rebuild((RelFileNode *) lfirst(lc));
+	list_free_deep(unapplied_files);
+	unapplied_files = NIL;
+}
+
+static RmgrData pmhash_rmgr = {
+	.rm_name = "pmhash",
+	.rm_redo = pmhash_redo,
+	.rm_desc = pmhash_desc,
+	.rm_identify = pmhash_identify,
+	.rm_startup = pmhash_startup,
+	.rm_cleanup = pmhash_cleanup,
+	.rm_mask = NULL,
+	.rm_decode = NULL,
+};
+
+/* Register the resource manager (from _PG_init, preloading only). */
+void
+pmh_wal_register(void)
+{
+	RegisterCustomRmgr(RM_PMHASH_ID, &pmhash_rmgr);
+}
