@@ -287,6 +287,55 @@ pmh_sync_all_dirty(void)
 	any_dirty = false;
 }
 
+/* Write header state bits and redo position of a mapped file durably. */
+static void
+update_header(PmhIndex *ix, uint64 set_bits, uint64 clear_bits, XLogRecPtr redo_lsn)
+{
+	PmhFileHeader *hdr = (PmhFileHeader *) ix->base;
+
+	hdr->state = (hdr->state | set_bits) & ~clear_bits;
+	if (redo_lsn != InvalidXLogRecPtr)
+		hdr->redo_lsn = redo_lsn;
+	if (pmem_msync(ix->base, sizeof(PmhFileHeader)) != 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not sync pmhash file \"%s\": %m", ix->slot->path)));
+}
+
+/*
+ * Replay is about to change a file on an ordinary file system: if this is
+ * its first change since the last sync, record durably that the file holds
+ * replayed changes not yet synced.  An OS crash of a standby then cannot
+ * silently lose them (see pmh_recovery_flag_files).
+ */
+void
+pmh_redo_will_change(PmhIndex *ix)
+{
+	if (ix->is_pmem || !ix->durable || ix->redo_dirty)
+		return;
+	update_header(ix, PMH_STATE_REDO_DIRTY, 0, InvalidXLogRecPtr);
+	ix->redo_dirty = true;
+}
+
+/* Replay synced everything up to lsn: files hold no unsynced replayed change. */
+void
+pmh_redo_synced(XLogRecPtr lsn)
+{
+	HASH_SEQ_STATUS status;
+	PmhIndex   *ix;
+
+	pmh_sync_all_dirty();
+	if (local_indexes == NULL)
+		return;
+	hash_seq_init(&status, local_indexes);
+	while ((ix = hash_seq_search(&status)) != NULL)
+	{
+		if (ix->redo_dirty && ix->base != NULL)
+			update_header(ix, 0, PMH_STATE_REDO_DIRTY, lsn);
+		ix->redo_dirty = false;
+	}
+}
+
 /* The persistence callbacks a file gets when not in a bulk build. */
 static PmhPersist
 normal_persist(PmhIndex *ix)

@@ -13,6 +13,7 @@
 #include "postgres.h"
 
 #include "access/relation.h"
+#include "access/xlog.h"
 #include "catalog/pg_class.h"
 #include "commands/defrem.h"
 #include "funcapi.h"
@@ -165,19 +166,116 @@ freemap_within(const PmhFreeMap *held, const PmhFreeMap *truth)
 PG_FUNCTION_INFO_V1(pmhash_verify);
 
 /*
+ * Whole-file checks, which need writers stopped: the directory, segment
+ * headers and overlaps agree with shared memory, and the allocator holds
+ * only space no segment uses.
+ */
+static const char *
+verify_file(PmhIndex *ix, uint64 file_units, char *msg, size_t msglen)
+{
+	uint32		nshards = UINT32_C(1) << ix->table.shard_bits;
+	PmhFreeMap	truth;
+	PmhFreeMap	retired;
+	CompareState cs;
+	const char *err;
+
+	memset(&cs, 0, sizeof(cs));
+	cs.slot = ix->slot;
+	pmh_freemap_init(&truth, palloc((nshards + 1) * sizeof(PmhExtent)), nshards + 1);
+	err = pmh_table_attach(&ix->table, file_units, &truth, 0, compare_visit, &cs, msg, msglen);
+	if (err == NULL && cs.bad)
+	{
+		strlcpy(msg, cs.msg, msglen);
+		err = msg;
+	}
+	if (err != NULL)
+		return err;
+	pmh_freemap_init(&retired, palloc((PMHASH_MAX_RETIRED + 1) * sizeof(PmhExtent)),
+					 PMHASH_MAX_RETIRED + 1);
+	LWLockAcquire(pmh_alloc_lock(ix->slot), LW_SHARED);
+	for (int r = 0; r < ix->slot->nretired; r++)
+		pmh_freemap_release(&retired, ix->slot->retired[r].unit, ix->slot->retired[r].units);
+	if (!freemap_within(&ix->slot->freemap, &truth) || !freemap_within(&retired, &truth))
+		err = "the allocator holds space that a published segment uses";
+	LWLockRelease(pmh_alloc_lock(ix->slot));
+	return err;
+}
+
+/*
+ * Check one shard in depth under its writer lock: the file's directory
+ * agrees with shared memory, the segment is sound, and its counts match.
+ */
+static const char *
+verify_shard(PmhIndex *ix, uint32 shard, uint64 *live, char *msg, size_t msglen)
+{
+	PmhShardState *state = &ix->slot->shards[shard];
+	LWLock	   *lock = pmh_shard_lock(ix->slot, shard);
+	const uint64 *dir;
+	const char *err = NULL;
+	uint64		desc;
+	uint64		file_units;
+
+	*live = 0;
+	LWLockAcquire(lock, LW_SHARED);
+	desc = pg_atomic_read_u64(&state->desc);
+	file_units = pg_atomic_read_u64(&ix->slot->file_units);
+	dir = (const uint64 *) (ix->base + ix->table.dir_unit * PMH_UNIT_SIZE);
+	if (state->broken)
+	{
+		snprintf(msg, msglen, "shard %u is broken and awaits replay of its rebuild", shard);
+		err = msg;
+	}
+	else if (dir[shard] != desc)
+	{
+		snprintf(msg, msglen, "shard %u: the directory in shared memory differs from the file",
+				 shard);
+		err = msg;
+	}
+	else if (desc != 0)
+	{
+		PmhSegment	seg;
+		PmhCounts	counts;
+		PmhEntry   *scratch;
+
+		pmh_segment_of(ix, desc, &seg);
+		pmh_segment_count(&seg, &counts);
+		scratch = palloc_extended((counts.entries + counts.slots + 1) * sizeof(PmhEntry),
+								  MCXT_ALLOC_HUGE);
+		err = pmh_segment_verify(&seg, shard, ix->table.file_generation, file_units,
+								 pmh_desc_unit(desc), scratch,
+								 counts.entries + counts.slots + 1, live, msg, msglen);
+		pfree(scratch);
+		if (err == NULL &&
+			(state->counts.entries != counts.entries || state->counts.slots != counts.slots))
+		{
+			snprintf(msg, msglen,
+					 "shard %u: shared memory counts %llu entries in %llu slots, the file %llu in %llu",
+					 shard, (unsigned long long) state->counts.entries,
+					 (unsigned long long) state->counts.slots,
+					 (unsigned long long) counts.entries, (unsigned long long) counts.slots);
+			err = msg;
+		}
+	}
+	LWLockRelease(lock);
+	return err;
+}
+
+/*
  * pmhash_verify(regclass): check every structural invariant and return the
- * number of entries, or raise an error naming the first damage.  Holds a
- * ShareLock on the index, so that no writer runs meanwhile.
+ * number of entries, or raise an error naming the first damage.  On a
+ * primary it holds a ShareLock on the index, so that no writer runs and the
+ * whole file can be checked at once; during recovery, where replay writes
+ * without heavyweight locks, each shard is checked under its writer lock.
  */
 Datum
 pmhash_verify(PG_FUNCTION_ARGS)
 {
-	Relation	index = open_inspected(PG_GETARG_OID(0), ShareLock);
+	bool		recovery = RecoveryInProgress();
+	LOCKMODE	lockmode = recovery ? AccessShareLock : ShareLock;
+	Relation	index = open_inspected(PG_GETARG_OID(0), lockmode);
 	PmhashMetaData meta;
 	PmhIndex   *ix;
 	PmhFileHeader *hdr;
-	PmhFreeMap	truth;
-	CompareState cs;
 	uint32		nshards;
 	uint64		file_units;
 	uint64		total = 0;
@@ -187,7 +285,6 @@ pmhash_verify(PG_FUNCTION_ARGS)
 	ix = pmh_open(index);
 	/* after pmh_open, which may have reset an unlogged index */
 	pmh_read_meta(index, &meta);
-	hdr = (PmhFileHeader *) ix->base;
 	file_units = pg_atomic_read_u64(&ix->slot->file_units);
 	pmh_ensure_mapped(ix, file_units);
 	hdr = (PmhFileHeader *) ix->base;
@@ -196,59 +293,21 @@ pmhash_verify(PG_FUNCTION_ARGS)
 	err = pmh_header_check(hdr, ix->mapped_len / PMH_UNIT_SIZE);
 	if (err == NULL && hdr->build_generation != meta.build_generation)
 		err = "the file does not belong to this build of the index";
-	if (err == NULL && ix->mapped_len / PMH_UNIT_SIZE != file_units)
+	if (err == NULL && !recovery && ix->mapped_len / PMH_UNIT_SIZE != file_units)
 		err = "the file length differs from what shared memory records";
-
-	/* directory, segment headers and overlaps, against shared memory */
-	if (err == NULL)
-	{
-		memset(&cs, 0, sizeof(cs));
-		cs.slot = ix->slot;
-		pmh_freemap_init(&truth, palloc((nshards + 1) * sizeof(PmhExtent)), nshards + 1);
-		err = pmh_table_attach(&ix->table, file_units, &truth, 0, compare_visit, &cs,
-							   msg, sizeof(msg));
-		if (err == NULL && cs.bad)
-			err = cs.msg;
-	}
-	if (err == NULL)
-	{
-		PmhFreeMap	retired;
-		PmhExtent  *ext = palloc((PMHASH_MAX_RETIRED + 1) * sizeof(PmhExtent));
-
-		pmh_freemap_init(&retired, ext, PMHASH_MAX_RETIRED + 1);
-		LWLockAcquire(pmh_alloc_lock(ix->slot), LW_SHARED);
-		for (int r = 0; r < ix->slot->nretired; r++)
-			pmh_freemap_release(&retired, ix->slot->retired[r].unit, ix->slot->retired[r].units);
-		if (!freemap_within(&ix->slot->freemap, &truth) || !freemap_within(&retired, &truth))
-			err = "the allocator holds space that a published segment uses";
-		LWLockRelease(pmh_alloc_lock(ix->slot));
-	}
-
-	/* every segment in depth */
+	if (err == NULL && !recovery)
+		err = verify_file(ix, file_units, msg, sizeof(msg));
 	for (uint32 s = 0; s < nshards && err == NULL; s++)
 	{
-		uint64		desc = pg_atomic_read_u64(&ix->slot->shards[s].desc);
-		PmhSegment	seg;
-		PmhCounts	counts;
-		PmhEntry   *scratch;
 		uint64		live;
 
-		if (desc == 0)
-			continue;
 		CHECK_FOR_INTERRUPTS();
-		pmh_segment_of(ix, desc, &seg);
-		pmh_segment_count(&seg, &counts);
-		scratch = palloc_extended((counts.entries + counts.slots + 1) * sizeof(PmhEntry),
-								  MCXT_ALLOC_HUGE);
-		err = pmh_segment_verify(&seg, s, ix->table.file_generation, file_units,
-								 pmh_desc_unit(desc), scratch,
-								 counts.entries + counts.slots + 1, &live, msg, sizeof(msg));
-		pfree(scratch);
+		err = verify_shard(ix, s, &live, msg, sizeof(msg));
 		total += live;
 	}
 	pmh_leave();
 	if (err)
 		pmh_raise_damaged(index, err);
-	relation_close(index, ShareLock);
+	relation_close(index, lockmode);
 	PG_RETURN_INT64((int64) total);
 }

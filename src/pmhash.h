@@ -132,6 +132,7 @@ typedef struct PmhIndex
 	int			maxdirty;
 	bool		deferred;		/* bulk build: flushes wait for the end */
 	bool		logged;			/* changes are WAL-logged (set by each open) */
+	bool		redo_dirty;		/* replay changed it since its last sync */
 	RelFileNode node;			/* full identity for WAL records */
 } PmhIndex;
 
@@ -191,6 +192,8 @@ extern void pmh_sync_dirty(PmhIndex *ix);
 extern void pmh_pmem_flush(void *arg, const void *addr, size_t len);
 extern void pmh_pmem_drain(void *arg);
 extern void pmh_sync_all_dirty(void);
+extern void pmh_redo_will_change(PmhIndex *ix);
+extern void pmh_redo_synced(XLogRecPtr lsn);
 extern void pmh_finish_deferred(PmhIndex *ix);
 extern void pmh_drop_local(const PmhFileKey *key);
 extern void pmh_unlink_file(const char *path);

@@ -28,6 +28,16 @@
 
 #include "pmhash.h"
 
+/*
+ * Whether replayed changes of a file may have been lost by an OS crash
+ * before they were synced, and will not be replayed again.
+ */
+static bool
+lost_replayed_changes(const PmhFileHeader *hdr, XLogRecPtr redo_start)
+{
+	return (hdr->state & PMH_STATE_REDO_DIRTY) && hdr->redo_lsn < redo_start;
+}
+
 /* Flag the unverified entries of one file; durable before replay starts. */
 static void
 flag_file(const char *path, XLogRecPtr redo_start)
@@ -40,6 +50,16 @@ flag_file(const char *path, XLogRecPtr redo_start)
 
 	if (base == NULL)
 		return;
+	if (pmh_header_check((PmhFileHeader *) base, len / PMH_UNIT_SIZE) == NULL &&
+		lost_replayed_changes((PmhFileHeader *) base, redo_start))
+	{
+		pmem_unmap(base, len);
+		pmh_set_file_state(path, PMH_STATE_NEEDS_REBUILD);
+		ereport(LOG,
+				(errmsg("pmhash: \"%s\" may have lost replayed changes in an operating system crash; the index will be rebuilt from its table when next used",
+						path)));
+		return;
+	}
 	if (is_pmem)
 	{
 		persist.flush = pmh_pmem_flush;

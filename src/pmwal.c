@@ -70,6 +70,13 @@
  * PMEM_IS_PMEM_FORCE=1 on a non-DAX file system only PostgreSQL crashes are
  * survived (the flushes reach the page cache, not the device).
  *
+ * Replay on an ordinary file syncs its changes every 1,024 records, not at
+ * each record.  Before the first unsynced change it sets REDO_DIRTY in the
+ * file header, and after each sync it clears the bit and records the synced
+ * position.  If an OS crash then loses replayed changes that the next redo
+ * start point no longer covers, the next recovery finds the bit set with a
+ * position before its redo start and has the index rebuilt.
+ *
  * Copyright (c) 2026, pmhash developers
  *
  * IDENTIFICATION
@@ -83,6 +90,7 @@
 #include "access/xlog_internal.h"
 #include "access/xloginsert.h"
 #include "access/xlogreader.h"
+#include "access/xlogrecovery.h"
 #include "access/xlogutils.h"
 #include "common/relpath.h"
 #include "lib/stringinfo.h"
@@ -213,7 +221,10 @@ note_unapplied(const RelFileNode *node)
 					node->spcNode, node->dbNode, node->relNode)));
 }
 
-/* Open an index file for replay; NULL (noted) if it cannot take records. */
+/*
+ * Open an index file for a replayed change; NULL (noted) if it cannot take
+ * records.  The caller must pmh_leave().
+ */
 static PmhIndex *
 redo_open(const RelFileNode *node)
 {
@@ -221,6 +232,8 @@ redo_open(const RelFileNode *node)
 
 	if (ix == NULL)
 		note_unapplied(node);
+	else
+		pmh_redo_will_change(ix);
 	return ix;
 }
 
@@ -391,7 +404,7 @@ pmhash_redo(XLogReaderState *record)
 	/* on ordinary files, bound what an OS crash of a standby can lose */
 	if (++records_since_sync >= 1024)
 	{
-		pmh_sync_all_dirty();
+		pmh_redo_synced(record->EndRecPtr);
 		records_since_sync = 0;
 	}
 }
@@ -479,7 +492,7 @@ pmhash_cleanup(void)
 {
 	ListCell   *lc;
 
-	pmh_sync_all_dirty();
+	pmh_redo_synced(GetXLogReplayRecPtr(NULL));
 	pmh_recovery_finish();
 	foreach(lc, unapplied_files)
 		pmh_mark_needs_rebuild((RelFileNode *) lfirst(lc));
