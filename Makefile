@@ -22,6 +22,7 @@ OBJS = \
 	src/pmvalidate.o \
 	src/pmwal.o \
 	src/core/pmh_alloc.o \
+	src/core/pmh_codec.o \
 	src/core/pmh_crc32c.o \
 	src/core/pmh_file.o \
 	src/core/pmh_lookup.o \
@@ -43,6 +44,9 @@ REGRESS_OPTS = --inputdir=$(srcdir) --outputdir=$(CURDIR)
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+
+# PGXS does not track header dependencies: rebuild everything when a header changes
+$(OBJS): $(wildcard $(srcdir)/src/*.h $(srcdir)/src/core/*.h)
 
 # the core builds and is tested without PostgreSQL
 CORE_SRCS = $(wildcard $(srcdir)/src/core/*.c)

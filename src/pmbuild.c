@@ -116,23 +116,19 @@ flush_batch(BuildState *bs)
 		LWLockAcquire(lock, LW_EXCLUSIVE);
 		desc = pg_atomic_read_u64(&state->desc);
 		if (desc == 0 || count > state->counts.entries / 4)
+		{
 			st = pmh_table_rebuild(&ix->table, s, desc, parted + from, count, 0,
 								   PMH_BUILD_FILL, 0, &state->counts);
+			LWLockRelease(lock);
+		}
 		else
 		{
-			for (uint64 i = from; i < start[s] && (st == PMH_OK || st == PMH_PRESENT); i++)
-			{
-				uint64		lsn = 0;
-
-				if (ix->logged)
-					lsn = pmh_log_insert(&ix->node, parted[i].hash, (ItemPointer) &parted[i].tid);
-				st = pmh_table_insert(&ix->table, s, pg_atomic_read_u64(&state->desc),
-									  &state->counts, parted[i].hash, parted[i].tid, lsn,
-									  PMH_INSERT_NEW);
-			}
+			/* a few more entries for a built shard: insert them one by one */
+			LWLockRelease(lock);
+			for (uint64 i = from; i < start[s]; i++)
+				pmh_insert_entry(bs->index, ix, parted[i].hash, (ItemPointer) &parted[i].tid);
 		}
-		LWLockRelease(lock);
-		if (st != PMH_OK && st != PMH_PRESENT)
+		if (st != PMH_OK)
 			ereport(ERROR,
 					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 					 errmsg("pmhash index \"%s\" shard %u cannot hold its entries",

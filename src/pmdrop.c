@@ -231,10 +231,12 @@ xact_callback(XactEvent event, void *arg)
 	switch (event)
 	{
 		case XACT_EVENT_PRE_COMMIT:
+			pmh_flush_pending_all();
 			pmh_sync_all_dirty();
 			collect_commit_unlinks();
 			break;
 		case XACT_EVENT_PRE_PREPARE:
+			pmh_flush_pending_all();
 			pmh_sync_all_dirty();
 			break;
 		case XACT_EVENT_COMMIT:
@@ -260,6 +262,7 @@ xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
 			pmh_leave_all();
+			pmh_discard_pending_all();
 			remove_created(InvalidSubTransactionId);
 			commit_unlinks = NIL;
 			sweep_at_commit = false;

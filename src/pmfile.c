@@ -63,6 +63,8 @@ static uint64 forget_seen = 0;
 static bool any_dirty = false;
 
 static void map_file(PmhIndex *ix, const char *path, Relation index);
+static void persist_range(char *base, size_t len, int is_pmem, const char *path);
+static void reclaim_retired(PmhSlot *slot);
 
 /*
  * The file identity of an index relation: database, relfilenode, and the
@@ -167,6 +169,8 @@ pmh_drop_local(const PmhFileKey *key)
 	unmap_local(ix);
 	if (ix->dirty)
 		pfree(ix->dirty);
+	if (ix->pending)
+		pfree(ix->pending);
 	hash_search(local_indexes, key, HASH_REMOVE, NULL);
 }
 
@@ -208,14 +212,18 @@ pmh_pmem_drain(void *arg)
 	pmem_drain();
 }
 
-/* Flush callback on an ordinary file: remember the dirty pages. */
+/*
+ * Flush callback of durable files: remember the dirty range, rounded to
+ * cache lines (DAX) or pages (msync), to make it durable at commit or at
+ * the next sync.
+ */
 static void
-msync_path_flush(void *arg, const void *addr, size_t len)
+record_dirty(void *arg, const void *addr, size_t len)
 {
 	PmhIndex   *ix = arg;
-	uint64		page = (uint64) sysconf(_SC_PAGESIZE);
-	uint64		start = (uint64) ((const char *) addr - ix->base) / page * page;
-	uint64		end = ((uint64) ((const char *) addr - ix->base) + len + page - 1) / page * page;
+	uint64		granule = ix->is_pmem ? 64 : (uint64) sysconf(_SC_PAGESIZE);
+	uint64		start = (uint64) ((const char *) addr - ix->base) / granule * granule;
+	uint64		end = ((uint64) ((const char *) addr - ix->base) + len + granule - 1) / granule * granule;
 
 	if (ix->ndirty > 0)
 	{
@@ -229,7 +237,7 @@ msync_path_flush(void *arg, const void *addr, size_t len)
 	}
 	if (ix->ndirty == ix->maxdirty)
 	{
-		if (ix->maxdirty >= 1024)
+		if (ix->maxdirty >= 4096)
 			pmh_sync_dirty(ix);
 		else
 		{
@@ -245,14 +253,14 @@ msync_path_flush(void *arg, const void *addr, size_t len)
 	any_dirty = true;
 }
 
-/* Sync callback on an ordinary file: msync what was dirtied. */
+/* Sync callback of durable files: make the recorded ranges durable now. */
 static void
-msync_path_sync(void *arg)
+sync_dirty(void *arg)
 {
 	pmh_sync_dirty((PmhIndex *) arg);
 }
 
-/* msync the dirty ranges of one file. */
+/* Make the dirty ranges of one file durable: flush and fence, or msync. */
 void
 pmh_sync_dirty(PmhIndex *ix)
 {
@@ -261,15 +269,35 @@ pmh_sync_dirty(PmhIndex *ix)
 		uint64		start = ix->dirty[2 * i];
 		uint64		end = Min(ix->dirty[2 * i + 1], ix->mapped_len);
 
-		if (end > start && pmem_msync(ix->base + start, end - start) != 0)
+		if (end <= start)
+			continue;
+		if (ix->is_pmem)
+			pmem_flush(ix->base + start, end - start);
+		else if (pmem_msync(ix->base + start, end - start) != 0)
 			ereport(ERROR,
 					(errcode_for_file_access(),
 					 errmsg("could not sync pmhash file \"%s\": %m", ix->slot->path)));
 	}
+	if (ix->is_pmem && ix->ndirty > 0)
+		pmem_drain();
 	ix->ndirty = 0;
 }
 
-/* msync every file this backend dirtied (at commit, and during replay). */
+/* Call fn for every index file this backend knows. */
+void
+pmh_foreach_local(void (*fn) (PmhIndex *ix))
+{
+	HASH_SEQ_STATUS status;
+	PmhIndex   *ix;
+
+	if (local_indexes == NULL)
+		return;
+	hash_seq_init(&status, local_indexes);
+	while ((ix = hash_seq_search(&status)) != NULL)
+		fn(ix);
+}
+
+/* Make durable every file this backend dirtied (at commit, and during replay). */
 void
 pmh_sync_all_dirty(void)
 {
@@ -296,22 +324,19 @@ update_header(PmhIndex *ix, uint64 set_bits, uint64 clear_bits, XLogRecPtr redo_
 	hdr->state = (hdr->state | set_bits) & ~clear_bits;
 	if (redo_lsn != InvalidXLogRecPtr)
 		hdr->redo_lsn = redo_lsn;
-	if (pmem_msync(ix->base, sizeof(PmhFileHeader)) != 0)
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not sync pmhash file \"%s\": %m", ix->slot->path)));
+	persist_range(ix->base, sizeof(PmhFileHeader), ix->is_pmem, ix->slot->path);
 }
 
 /*
- * Replay is about to change a file on an ordinary file system: if this is
- * its first change since the last sync, record durably that the file holds
- * replayed changes not yet synced.  An OS crash of a standby then cannot
- * silently lose them (see pmh_recovery_flag_files).
+ * Replay is about to change a file: if this is its first change since the
+ * last sync, record durably that the file holds replayed changes not yet
+ * durable.  An OS crash of a standby then cannot silently lose them (see
+ * pmh_recovery_flag_files).
  */
 void
 pmh_redo_will_change(PmhIndex *ix)
 {
-	if (ix->is_pmem || !ix->durable || ix->redo_dirty)
+	if (!ix->durable || ix->redo_dirty)
 		return;
 	update_header(ix, PMH_STATE_REDO_DIRTY, 0, InvalidXLogRecPtr);
 	ix->redo_dirty = true;
@@ -336,21 +361,69 @@ pmh_redo_synced(XLogRecPtr lsn)
 	}
 }
 
-/* The persistence callbacks a file gets when not in a bulk build. */
+/*
+ * The persistence callbacks a file gets when not in a bulk build.  Changes
+ * of single entries only have to be durable before the commit record (see
+ * pmwal.c), so their flushes are recorded and done, with one fence or one
+ * msync per range, at commit; structural changes sync at once.
+ */
 static PmhPersist
 normal_persist(PmhIndex *ix)
 {
 	if (!ix->durable)
 		return (PmhPersist) {NULL, NULL, NULL, ix};
-	if (ix->is_pmem)
-		return (PmhPersist) {pmh_pmem_flush, pmh_pmem_drain, pmh_pmem_drain, ix};
-	return (PmhPersist) {msync_path_flush, NULL, msync_path_sync, ix};
+	return (PmhPersist) {record_dirty, NULL, sync_dirty, ix};
+}
+
+/*
+ * Give back the free tail of a freshly built file: growth left up to half
+ * of it unused.  Nobody else maps the file during a build.
+ */
+static void
+trim_file(PmhIndex *ix)
+{
+	PmhSlot    *slot = ix->slot;
+	PmhFreeMap *map = &slot->freemap;
+	uint64		file_units;
+	PmhExtent  *last;
+	uint64		keep;
+	int			fd;
+
+	LWLockAcquire(pmh_alloc_lock(slot), LW_EXCLUSIVE);
+	reclaim_retired(slot);
+	file_units = pg_atomic_read_u64(&slot->file_units);
+	last = map->count > 0 ? &map->extents[map->count - 1] : NULL;
+	if (last == NULL || last->unit + last->count != file_units ||
+		last->count < 2 * SMALL_GROWTH_UNITS)
+	{
+		LWLockRelease(pmh_alloc_lock(slot));
+		return;
+	}
+	keep = (last->unit + SMALL_GROWTH_UNITS - 1) / SMALL_GROWTH_UNITS * SMALL_GROWTH_UNITS;
+	fd = OpenTransientFile(slot->path, O_RDWR | PG_BINARY);
+	if (fd < 0 || ftruncate(fd, (off_t) (keep * PMH_UNIT_SIZE)) != 0)
+	{
+		if (fd >= 0)
+			CloseTransientFile(fd);
+		LWLockRelease(pmh_alloc_lock(slot));
+		return;					/* keeping the space is harmless */
+	}
+	CloseTransientFile(fd);
+	if (keep > last->unit)
+		last->count = keep - last->unit;
+	else
+		map->count--;
+	pg_atomic_write_u64(&slot->file_units, keep);
+	LWLockRelease(pmh_alloc_lock(slot));
+	/* the mapping must not reach past the end of the file */
+	map_file(ix, slot->path, NULL);
 }
 
 /* Make a deferred (bulk-built) file durable as a whole. */
 void
 pmh_finish_deferred(PmhIndex *ix)
 {
+	trim_file(ix);
 	ix->deferred = false;
 	if (ix->durable)
 	{
@@ -453,7 +526,7 @@ static void
 grow_file(PmhSlot *slot, uint64 units)
 {
 	uint64		cur = pg_atomic_read_u64(&slot->file_units);
-	uint64		want = Max(cur + units, cur + cur / 2);
+	uint64		want = Max(cur + units, cur + cur / 8);
 	uint64		step = want >= 8 * LARGE_GROWTH_UNITS ? LARGE_GROWTH_UNITS : SMALL_GROWTH_UNITS;
 	int			fd;
 	int			rc;
@@ -546,6 +619,13 @@ ops_base(void *arg)
 	return ((PmhIndex *) arg)->base;
 }
 
+/* Table callback: units of the current mapping. */
+static uint64
+ops_mapped_units(void *arg)
+{
+	return ((PmhIndex *) arg)->mapped_len / PMH_UNIT_SIZE;
+}
+
 /* Table callback: log the content of a rebuilt shard, when the index is logged. */
 static uint64
 ops_log_rebuild(void *arg, uint32 shard, const PmhEntry *entries, uint64 count, double fill)
@@ -554,7 +634,7 @@ ops_log_rebuild(void *arg, uint32 shard, const PmhEntry *entries, uint64 count, 
 
 	if (!ix->logged)
 		return 0;
-	return pmh_log_entries(&ix->node, true, shard, fill, entries, count);
+	return pmh_log_rebuild(&ix->node, shard, fill, entries, count);
 }
 
 /* Set up the core table view and persistence of a mapped, attached file. */
@@ -565,7 +645,7 @@ setup_table(PmhIndex *ix)
 
 	ix->durable = ix->slot->durable;
 	ix->ops = (PmhTableOps) {ops_alloc_memory, ops_free_memory, ops_alloc_space,
-		ops_free_space, ops_publish, ops_base, ops_log_rebuild, ix};
+		ops_free_space, ops_publish, ops_base, ops_mapped_units, ops_log_rebuild, ix};
 	ix->persist = ix->deferred ? (PmhPersist) {NULL, NULL, NULL, ix} : normal_persist(ix);
 	ix->table.ops = &ix->ops;
 	ix->table.persist = &ix->persist;

@@ -133,6 +133,9 @@ typedef struct PmhIndex
 	bool		deferred;		/* bulk build: flushes wait for the end */
 	bool		logged;			/* changes are WAL-logged (set by each open) */
 	bool		redo_dirty;		/* replay changed it since its last sync */
+	PmhEntry   *pending;		/* inserted entries not yet WAL-logged */
+	uint32		npending;
+	XLogRecPtr	pending_since;	/* earliest stamp among them */
 	RelFileNode node;			/* full identity for WAL records */
 } PmhIndex;
 
@@ -192,6 +195,7 @@ extern void pmh_sync_dirty(PmhIndex *ix);
 extern void pmh_pmem_flush(void *arg, const void *addr, size_t len);
 extern void pmh_pmem_drain(void *arg);
 extern void pmh_sync_all_dirty(void);
+extern void pmh_foreach_local(void (*fn) (PmhIndex *ix));
 extern void pmh_redo_will_change(PmhIndex *ix);
 extern void pmh_redo_synced(XLogRecPtr lsn);
 extern void pmh_finish_deferred(PmhIndex *ix);
@@ -200,6 +204,9 @@ extern void pmh_unlink_file(const char *path);
 extern void pmh_raise_damaged(Relation index, const char *detail) pg_attribute_noreturn();
 
 /* pmshard.c */
+#define PMH_INSERT_BATCH		256		/* entries per INSERT record at most */
+extern void pmh_flush_pending_all(void);
+extern void pmh_discard_pending_all(void);
 extern uint32 pmh_hash_datum(Relation index, Datum value);
 extern void pmh_insert_entry(Relation index, PmhIndex *ix, uint32 hash, ItemPointer tid);
 extern void pmh_lookup_entries(Relation index, PmhIndex *ix, Relation heap, uint32 hash,
@@ -210,9 +217,12 @@ extern void pmh_segment_of(PmhIndex *ix, uint64 desc, PmhSegment *seg);
 extern void pmh_wal_register(void);
 extern XLogRecPtr pmh_log_create(const RelFileNode *node, uint64 generation, uint32 shard_bits,
 								 uint32 flags);
-extern XLogRecPtr pmh_log_insert(const RelFileNode *node, uint32 hash, ItemPointer tid);
-extern XLogRecPtr pmh_log_entries(const RelFileNode *node, bool rebuild, uint32 shard,
-								  double fill, const PmhEntry *entries, uint64 count);
+extern XLogRecPtr pmh_log_inserts(const RelFileNode *node, const PmhEntry *entries,
+								  uint32 count, XLogRecPtr since);
+extern XLogRecPtr pmh_log_rebuild(const RelFileNode *node, uint32 shard, double fill,
+								  const PmhEntry *entries, uint64 count);
+extern XLogRecPtr pmh_log_delete(const RelFileNode *node, uint32 shard, PmhEntry *entries,
+								 uint64 count);
 extern XLogRecPtr pmh_log_copy(const RelFileNode *from, const RelFileNode *to);
 
 /* pmrecovery.c */

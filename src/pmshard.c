@@ -14,8 +14,10 @@
 #include "postgres.h"
 
 #include "access/genam.h"
+#include "access/xlog.h"
 #include "storage/bufmgr.h"
 #include "storage/itemptr.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
 
 #include "pmhash.h"
@@ -32,17 +34,19 @@ pmh_hash_datum(Relation index, Datum value)
 	return DatumGetUInt32(FunctionCall1Coll(proc, index->rd_indcollation[0], value));
 }
 
-/* The segment a descriptor publishes, mapped in full. */
+/*
+ * The segment a descriptor publishes.  Segments lie within the file, so a
+ * mapping of the whole file covers them; the mapping follows the file when
+ * it grows.  Chain reads are bounded by the mapping (seg->limit).
+ */
 void
 pmh_segment_of(PmhIndex *ix, uint64 desc, PmhSegment *seg)
 {
-	uint64		unit = pmh_desc_unit(desc);
+	uint64		file_units = pg_atomic_read_u64(&ix->slot->file_units);
 
-	pmh_ensure_mapped(ix, unit + 1 + pmh_desc_nbuckets(desc));
-	pmh_table_segment(&ix->table, desc, seg);
-	pmh_ensure_mapped(ix, unit + 1 + pmh_desc_nbuckets(desc) +
-					  pmh_segment_header(seg)->nposting);
-	/* a remap moves the segment */
+	if (ix->mapped_len < file_units * PMH_UNIT_SIZE)
+		pmh_ensure_mapped(ix, file_units);
+	pmh_ensure_mapped(ix, pmh_desc_unit(desc) + 1 + pmh_desc_nbuckets(desc));
 	pmh_table_segment(&ix->table, desc, seg);
 }
 
@@ -58,10 +62,68 @@ raise_broken(Relation index, uint32 shard)
 			 errhint("Wait for recovery to progress, or promote the server.")));
 }
 
+static bool any_pending = false;
+
+/* WAL-log the inserted entries of one index that are not logged yet. */
+static void
+flush_pending(PmhIndex *ix)
+{
+	if (ix->npending == 0)
+		return;
+	pmh_log_inserts(&ix->node, ix->pending, ix->npending, ix->pending_since);
+	ix->npending = 0;
+}
+
+/* WAL-log every inserted entry not logged yet (before the commit record). */
+void
+pmh_flush_pending_all(void)
+{
+	if (any_pending)
+		pmh_foreach_local(flush_pending);
+	any_pending = false;
+}
+
+/* Forget one index's unlogged entries (their transaction aborted). */
+static void
+discard_pending(PmhIndex *ix)
+{
+	ix->npending = 0;
+}
+
+/* Forget every unlogged entry: the transaction aborted, its tuples are dead. */
+void
+pmh_discard_pending_all(void)
+{
+	if (any_pending)
+		pmh_foreach_local(discard_pending);
+	any_pending = false;
+}
+
 /*
- * Insert one entry, growing its shard when needed.  The WAL record is
- * written under the shard lock, so that records of one shard are in the
- * order their changes were made.
+ * Remember an entry applied with stamp lsn, to be logged with others in one
+ * INSERT record.  Replay inserts only what is absent, and a REBUILD record
+ * of the shard either includes the entry or comes before this one, so the
+ * delay loses nothing; the record is written before the commit record.
+ */
+static void
+queue_insert(PmhIndex *ix, uint32 hash, PmhTid tid, XLogRecPtr lsn)
+{
+	if (ix->pending == NULL)
+		ix->pending = MemoryContextAlloc(TopMemoryContext, PMH_INSERT_BATCH * sizeof(PmhEntry));
+	if (ix->npending == 0)
+		ix->pending_since = lsn;
+	ix->pending[ix->npending].hash = hash;
+	ix->pending[ix->npending].tid = tid;
+	ix->pending[ix->npending].flags = 0;
+	any_pending = true;
+	if (++ix->npending == PMH_INSERT_BATCH)
+		flush_pending(ix);
+}
+
+/*
+ * Insert one entry, growing its shard when needed.  Its bucket is stamped
+ * with the current WAL insert position; the entry is logged later, in a
+ * batch.
  */
 void
 pmh_insert_entry(Relation index, PmhIndex *ix, uint32 hash, ItemPointer tid)
@@ -84,10 +146,12 @@ pmh_insert_entry(Relation index, PmhIndex *ix, uint32 hash, ItemPointer tid)
 		pmh_segment_of(ix, desc, &seg);
 	}
 	if (ix->logged)
-		lsn = pmh_log_insert(&ix->node, hash, tid);
+		lsn = GetXLogInsertRecPtr();
 	st = pmh_table_insert(&ix->table, shard, desc, &state->counts, hash, ptid, lsn,
-						  PMH_INSERT_NEW);
+						  PMH_INSERT_NEW, 0);
 	LWLockRelease(lock);
+	if (ix->logged && (st == PMH_OK || st == PMH_PRESENT))
+		queue_insert(ix, hash, ptid, lsn);
 	if (st == PMH_CORRUPT)
 		pmh_raise_damaged(index, psprintf("Shard %u has an invalid posting chain reference.", shard));
 	if (st == PMH_FULL)

@@ -183,6 +183,18 @@ pmh_enter(void)
 	pg_memory_barrier();
 }
 
+/* Clear this backend's announcement after the reads it protected. */
+static inline void
+clear_announcement(void)
+{
+	/*
+	 * Release ordering suffices: the reads before must complete before the
+	 * clearing store.  A full barrier here would wait for every pending
+	 * cache-line flush as well.
+	 */
+	__atomic_store_n(&announce[MyProc->pgprocno].value, 0, __ATOMIC_RELEASE);
+}
+
 /* End of an announced section. */
 void
 pmh_leave(void)
@@ -190,8 +202,7 @@ pmh_leave(void)
 	Assert(enter_depth > 0);
 	if (--enter_depth > 0)
 		return;
-	pg_memory_barrier();
-	pg_atomic_write_u64(&announce[MyProc->pgprocno], 0);
+	clear_announcement();
 }
 
 /* Whether this backend is inside a pmhash operation. */
@@ -208,8 +219,7 @@ pmh_leave_all(void)
 	if (shared == NULL || MyProc == NULL || enter_depth == 0)
 		return;
 	enter_depth = 0;
-	pg_memory_barrier();
-	pg_atomic_write_u64(&announce[MyProc->pgprocno], 0);
+	clear_announcement();
 }
 
 /*

@@ -135,7 +135,7 @@ vacuum_shard(PmhIndex *ix, uint32 shard, VacuumState *vs)
 		removed = pmh_bulk_delete(&seg, &ops, ix->logged ? GetXLogInsertRecPtr() : 0,
 								  &ix->persist, &state->counts);
 		if (vs->nremoved > 0)
-			pmh_log_entries(&ix->node, false, shard, 0, vs->removed, vs->nremoved);
+			pmh_log_delete(&ix->node, shard, vs->removed, vs->nremoved);
 		if (state->counts.entries == 0 ||
 			pmh_needs_shrink(&state->counts, seg.nbuckets, pmh_segment_header(&seg)->nposting))
 		{

@@ -13,16 +13,21 @@
  *
  * Records (all carry the file's RelFileNode; none needs the catalog):
  *	 CREATE   a new, empty file (CREATE INDEX, REINDEX, TRUNCATE, ...)
- *	 INSERT   one (hash, TID)
- *	 DELETE   the (hash, TID) pairs VACUUM removed from one shard
+ *	 INSERT   a batch of (hash, TID) entries one backend inserted
+ *	 DELETE   the TIDs VACUUM removed from one shard
  *	 REBUILD  the complete content of one shard after a rebuild (growth,
  *			  shrinking, chain creation, bulk build)
  *	 COPY     the file of an index moved by core to a new relfilenode
- * Each is logged under the shard's writer lock, so that the WAL order of the
- * changes to one shard is the order in which they were applied.  Every
- * changed bucket or posting block is stamped with the record's end LSN.
- * Replay inserts only what is absent (looking only in buckets stamped at or
- * after the record), deletes what is present, and replaces a shard's whole
+ * REBUILD and DELETE are logged under the shard's writer lock, after the
+ * change, which they describe in full; INSERTs are applied at once and
+ * logged in batches of up to 256, at the latest just before the commit
+ * record.  So a REBUILD either includes an entry or precedes its INSERT,
+ * and replaying in WAL order converges to the primary's content.  Changed
+ * buckets are stamped with a WAL position: the record's end for REBUILD,
+ * the insert position at the time of the change for INSERT and DELETE
+ * (an INSERT record tells the earliest stamp of its batch).  Replay inserts
+ * only what is absent (looking only in buckets stamped at or after that
+ * earliest stamp), deletes what is present, and replaces a shard's whole
  * content on REBUILD.  Structural work (growth, placement) is local to each
  * server: a standby holds the same entries as its primary, not the same
  * bytes.
@@ -39,11 +44,13 @@
  *	  deletes only dead TIDs.
  * 2. Changes before a checkpoint's redo point.  Such a change is not
  *	  replayed, so it must be durable before anything depends on it.  Every
- *	  change of a transaction is durable before its commit record: on DAX it
- *	  is flushed and fenced when made; on an ordinary file the dirtied ranges
- *	  are msync'ed at PRE_COMMIT.  VACUUM syncs before ambulkdelete returns,
+ *	  change of a transaction is durable before its commit record: the
+ *	  ranges it dirtied are flushed and fenced (DAX) or msync'ed (ordinary
+ *	  files) at PRE_COMMIT.  VACUUM syncs before ambulkdelete returns,
  *	  rebuilds before they publish.  A change of a transaction that never
- *	  commits may be lost or kept; either is harmless.
+ *	  commits may be lost, kept, or torn (its commit word durable without
+ *	  its slot); such an entry lies in a bucket stamped after the redo point,
+ *	  so hazard 1's rule covers it.
  * 3. Torn multi-bucket changes.  A rebuild writes a new segment into free
  *	  space, makes it durable, and publishes it with one 8-byte directory
  *	  store; an insert that extends a run sets and persists the overflow bits
@@ -70,8 +77,8 @@
  * PMEM_IS_PMEM_FORCE=1 on a non-DAX file system only PostgreSQL crashes are
  * survived (the flushes reach the page cache, not the device).
  *
- * Replay on an ordinary file syncs its changes every 1,024 records, not at
- * each record.  Before the first unsynced change it sets REDO_DIRTY in the
+ * Changes of single entries are made durable at commit (one fence or one
+ * msync per dirty range), replayed ones every 1,024 records.  Before the first unsynced change it sets REDO_DIRTY in the
  * file header, and after each sync it clears the bit and records the synced
  * position.  If an OS crash then loses replayed changes that the next redo
  * start point no longer covers, the next recovery finds the bit set with a
@@ -113,16 +120,24 @@ typedef struct xl_pmhash_create
 	uint32		flags;
 } xl_pmhash_create;
 
+/*
+ * INSERT: a batch of entries one backend inserted, each stamped in the file
+ * with a WAL position no earlier than since.  Followed by count packed
+ * (hash, TID) pairs of 10 bytes.
+ */
 typedef struct xl_pmhash_insert
 {
 	RelFileNode node;
-	uint32		hash;
-	ItemPointerData tid;
+	uint32		count;
+	XLogRecPtr	since;
 } xl_pmhash_insert;
 
-#define SizeOfPmhashInsert	(offsetof(xl_pmhash_insert, tid) + sizeof(ItemPointerData))
+#define PACKED_ENTRY_SIZE	(sizeof(uint32) + sizeof(ItemPointerData))
 
-/* DELETE and REBUILD: a shard and its entries (PmhEntry each) */
+/*
+ * DELETE and REBUILD: a shard and its entries, encoded by pmh_codec.c: for
+ * DELETE only TIDs (sorted), for REBUILD the whole content (sorted by hash).
+ */
 typedef struct xl_pmhash_entries
 {
 	RelFileNode node;
@@ -156,36 +171,101 @@ pmh_log_create(const RelFileNode *node, uint64 generation, uint32 shard_bits, ui
 	return XLogInsert(RM_PMHASH_ID, XLOG_PMHASH_CREATE);
 }
 
-/* Log one inserted entry. */
+/* Log a batch of inserted entries, stamped in the file no earlier than since. */
 XLogRecPtr
-pmh_log_insert(const RelFileNode *node, uint32 hash, ItemPointer tid)
+pmh_log_inserts(const RelFileNode *node, const PmhEntry *entries, uint32 count,
+				XLogRecPtr since)
 {
 	xl_pmhash_insert xlrec;
+	char	   *packed = palloc(count * PACKED_ENTRY_SIZE);
+	XLogRecPtr	lsn;
 
+	for (uint32 i = 0; i < count; i++)
+	{
+		memcpy(packed + i * PACKED_ENTRY_SIZE, &entries[i].hash, sizeof(uint32));
+		memcpy(packed + i * PACKED_ENTRY_SIZE + sizeof(uint32), &entries[i].tid,
+			   sizeof(ItemPointerData));
+	}
 	xlrec.node = *node;
-	xlrec.hash = hash;
-	xlrec.tid = *tid;
+	xlrec.count = count;
+	xlrec.since = since;
 	XLogBeginInsert();
-	XLogRegisterData((char *) &xlrec, SizeOfPmhashInsert);
-	return XLogInsert(RM_PMHASH_ID, XLOG_PMHASH_INSERT);
+	XLogRegisterData((char *) &xlrec, sizeof(xlrec));
+	XLogRegisterData(packed, count * PACKED_ENTRY_SIZE);
+	lsn = XLogInsert(RM_PMHASH_ID, XLOG_PMHASH_INSERT);
+	pfree(packed);
+	return lsn;
 }
 
-/* Log a shard's entries: deleted ones (DELETE) or its whole content (REBUILD). */
-XLogRecPtr
-pmh_log_entries(const RelFileNode *node, bool rebuild, uint32 shard, double fill,
-				const PmhEntry *entries, uint64 count)
+/* qsort comparator: entries by TID. */
+static int
+entry_tid_cmp(const void *a, const void *b)
+{
+	return pmh_tid_cmp(((const PmhEntry *) a)->tid, ((const PmhEntry *) b)->tid);
+}
+
+/* Log a shard's entries, compactly encoded, as a DELETE or REBUILD record. */
+static XLogRecPtr
+log_entries(const RelFileNode *node, bool rebuild, uint32 shard, double fill,
+			const PmhEntry *entries, uint64 count)
 {
 	xl_pmhash_entries xlrec;
+	uint8	   *encoded = palloc_extended(pmh_encoded_max(count), MCXT_ALLOC_HUGE);
+	size_t		len;
+	XLogRecPtr	lsn;
 
+	len = pmh_encode_entries(entries, count, rebuild, encoded);
 	xlrec.node = *node;
 	xlrec.shard = shard;
 	xlrec.fill_permille = (uint32) (fill * 1000);
 	xlrec.count = count;
 	XLogBeginInsert();
 	XLogRegisterData((char *) &xlrec, sizeof(xlrec));
-	if (count > 0)
-		XLogRegisterData((char *) entries, count * sizeof(PmhEntry));
-	return XLogInsert(RM_PMHASH_ID, rebuild ? XLOG_PMHASH_REBUILD : XLOG_PMHASH_DELETE);
+	if (len > 0)
+		XLogRegisterData((char *) encoded, len);
+	lsn = XLogInsert(RM_PMHASH_ID, rebuild ? XLOG_PMHASH_REBUILD : XLOG_PMHASH_DELETE);
+	pfree(encoded);
+	return lsn;
+}
+
+/* Log the whole content of a rebuilt shard, sorted by hash. */
+XLogRecPtr
+pmh_log_rebuild(const RelFileNode *node, uint32 shard, double fill,
+				const PmhEntry *entries, uint64 count)
+{
+	return log_entries(node, true, shard, fill, entries, count);
+}
+
+/* Log the entries VACUUM deleted from a shard (sorted here by TID). */
+XLogRecPtr
+pmh_log_delete(const RelFileNode *node, uint32 shard, PmhEntry *entries, uint64 count)
+{
+	qsort(entries, count, sizeof(PmhEntry), entry_tid_cmp);
+	return log_entries(node, false, shard, 0, entries, count);
+}
+
+/*
+ * The entries of a DELETE or REBUILD record, decoded into palloc'd memory;
+ * NULL (logged) if the record is malformed.
+ */
+static PmhEntry *
+record_entries(XLogReaderState *record, bool with_hash)
+{
+	xl_pmhash_entries *xlrec = (xl_pmhash_entries *) XLogRecGetData(record);
+	PmhEntry   *entries = palloc_extended(Max(xlrec->count, 1) * sizeof(PmhEntry),
+										  MCXT_ALLOC_HUGE);
+
+	if (pmh_decode_entries((uint8 *) xlrec + sizeof(xl_pmhash_entries),
+						   XLogRecGetDataLen(record) - sizeof(xl_pmhash_entries),
+						   xlrec->count, with_hash, entries) != 0)
+	{
+		pfree(entries);
+		ereport(LOG,
+				(errmsg("pmhash: malformed WAL record at %X/%X",
+						LSN_FORMAT_ARGS(record->ReadRecPtr))));
+		return NULL;
+	}
+	return entries;
 }
 
 /* Log that an index file was copied to a new relfilenode. */
@@ -238,46 +318,46 @@ redo_open(const RelFileNode *node)
 }
 
 /*
- * Run a shard-level replay step under the shard's writer lock; a shard that
- * recovery found broken waits for its REBUILD record.
+ * Replay a batch of inserts, each only if absent.  A shard that recovery
+ * found broken waits for its REBUILD record.
  */
 static void
 redo_insert(XLogReaderState *record)
 {
 	xl_pmhash_insert *xlrec = (xl_pmhash_insert *) XLogRecGetData(record);
+	char	   *packed = (char *) xlrec + sizeof(xl_pmhash_insert);
 	PmhIndex   *ix = redo_open(&xlrec->node);
-	uint32		shard;
-	PmhShardState *state;
-	PmhTid		tid;
-	PmhStatus	st;
 
 	if (ix == NULL)
 		return;
-	shard = pmh_shard_of(xlrec->hash, ix->table.shard_bits);
-	state = &ix->slot->shards[shard];
-	memcpy(&tid, &xlrec->tid, sizeof(PmhTid));
-	LWLockAcquire(pmh_shard_lock(ix->slot, shard), LW_EXCLUSIVE);
-	if (!state->broken)
+	for (uint32 i = 0; i < xlrec->count; i++)
 	{
-		uint64		desc = pg_atomic_read_u64(&state->desc);
-		PmhSegment	seg;
+		uint32		hash;
+		PmhTid		tid;
+		uint32		shard;
+		PmhShardState *state;
 
-		if (desc != 0)
-			pmh_segment_of(ix, desc, &seg);
-		st = pmh_table_insert(&ix->table, shard, desc, &state->counts, xlrec->hash, tid,
-							  record->EndRecPtr, PMH_INSERT_IF_ABSENT);
-		if (st == PMH_CORRUPT || st == PMH_FULL)
-			state->broken = true;
+		memcpy(&hash, packed + i * PACKED_ENTRY_SIZE, sizeof(uint32));
+		memcpy(&tid, packed + i * PACKED_ENTRY_SIZE + sizeof(uint32), sizeof(PmhTid));
+		shard = pmh_shard_of(hash, ix->table.shard_bits);
+		state = &ix->slot->shards[shard];
+		LWLockAcquire(pmh_shard_lock(ix->slot, shard), LW_EXCLUSIVE);
+		if (!state->broken)
+		{
+			uint64		desc = pg_atomic_read_u64(&state->desc);
+			PmhSegment	seg;
+			PmhStatus	st;
+
+			if (desc != 0)
+				pmh_segment_of(ix, desc, &seg);
+			st = pmh_table_insert(&ix->table, shard, desc, &state->counts, hash, tid,
+								  record->EndRecPtr, PMH_INSERT_IF_ABSENT, xlrec->since);
+			if (st == PMH_CORRUPT || st == PMH_FULL)
+				state->broken = true;
+		}
+		LWLockRelease(pmh_shard_lock(ix->slot, shard));
 	}
-	LWLockRelease(pmh_shard_lock(ix->slot, shard));
 	pmh_leave();
-}
-
-/* qsort/bsearch comparator: entries by TID. */
-static int
-entry_tid_cmp(const void *a, const void *b)
-{
-	return pmh_tid_cmp(((const PmhEntry *) a)->tid, ((const PmhEntry *) b)->tid);
 }
 
 typedef struct DeletedSet
@@ -311,9 +391,12 @@ redo_delete(XLogReaderState *record)
 	if (ix == NULL)
 		return;
 	set.count = xlrec->count;
-	set.entries = palloc_extended(Max(set.count, 1) * sizeof(PmhEntry), MCXT_ALLOC_HUGE);
-	memcpy(set.entries, (char *) xlrec + sizeof(xl_pmhash_entries), set.count * sizeof(PmhEntry));
-	qsort(set.entries, set.count, sizeof(PmhEntry), entry_tid_cmp);
+	set.entries = record_entries(record, false);
+	if (set.entries == NULL)
+	{
+		pmh_leave();
+		return;
+	}
 
 	state = &ix->slot->shards[xlrec->shard];
 	LWLockAcquire(pmh_shard_lock(ix->slot, xlrec->shard), LW_EXCLUSIVE);
@@ -342,9 +425,14 @@ redo_rebuild(XLogReaderState *record)
 
 	if (ix == NULL)
 		return;
-	entries = palloc_extended(Max(xlrec->count, 1) * sizeof(PmhEntry), MCXT_ALLOC_HUGE);
-	memcpy(entries, (char *) xlrec + sizeof(xl_pmhash_entries), xlrec->count * sizeof(PmhEntry));
+	entries = record_entries(record, true);
 	state = &ix->slot->shards[xlrec->shard];
+	if (entries == NULL)
+	{
+		state->broken = true;
+		pmh_leave();
+		return;
+	}
 	LWLockAcquire(pmh_shard_lock(ix->slot, xlrec->shard), LW_EXCLUSIVE);
 	st = pmh_table_rebuild(&ix->table, xlrec->shard,
 						   state->broken ? 0 : pg_atomic_read_u64(&state->desc),
@@ -431,10 +519,9 @@ pmhash_desc(StringInfo buf, XLogReaderState *record)
 			{
 				xl_pmhash_insert *xlrec = (xl_pmhash_insert *) data;
 
-				appendStringInfo(buf, "rel %u/%u/%u; hash %08x; tid (%u,%u)",
+				appendStringInfo(buf, "rel %u/%u/%u; entries %u; stamped since %X/%X",
 								 xlrec->node.spcNode, xlrec->node.dbNode, xlrec->node.relNode,
-								 xlrec->hash, ItemPointerGetBlockNumberNoCheck(&xlrec->tid),
-								 ItemPointerGetOffsetNumberNoCheck(&xlrec->tid));
+								 xlrec->count, LSN_FORMAT_ARGS(xlrec->since));
 				break;
 			}
 		case XLOG_PMHASH_DELETE:

@@ -43,7 +43,8 @@ typedef enum PmhStatus
 /*
  * How an insert treats an entry that may already be stored.  A new entry
  * is compared only with unverified entries (left by a crash); replayed WAL
- * also with entries of buckets changed at or after the record's position.
+ * also with entries of buckets stamped at or after a given position (the
+ * earliest stamp the entries of its record can have got).
  */
 typedef enum PmhInsertMode
 {
@@ -111,6 +112,7 @@ typedef struct PmhSegment
 	char	   *base;			/* address of the segment header unit */
 	uint32_t	nbuckets;
 	uint32_t	shard_bits;
+	uint64_t	limit;			/* units mapped from base on (bounds chain reads) */
 } PmhSegment;
 
 /* Geometry of a segment to be written by pmh_segment_write. */
@@ -156,8 +158,9 @@ typedef struct PmhFreeMap
  * alloc_space returns the first unit of free file space (growing the file,
  * which may move the mapping) or 0 on failure; free_space takes back a
  * segment once no reader can see it; publish shows a new descriptor to
- * readers; base returns the current mapping; log_rebuild, if set, writes the
- * full content of a rebuilt shard to the WAL and returns its position.
+ * readers; base and mapped_units describe the current mapping; log_rebuild,
+ * if set, writes the full content of a rebuilt shard to the WAL and returns
+ * its position.
  */
 typedef struct PmhTableOps
 {
@@ -167,6 +170,7 @@ typedef struct PmhTableOps
 	void		(*free_space) (void *arg, uint64_t unit, uint64_t units);
 	void		(*publish) (void *arg, uint32_t shard, uint64_t desc);
 	char	   *(*base) (void *arg);
+	uint64_t	(*mapped_units) (void *arg);
 	uint64_t	(*log_rebuild) (void *arg, uint32_t shard, const PmhEntry *entries,
 								uint64_t count, double fill);
 	void	   *arg;
@@ -183,6 +187,13 @@ typedef struct PmhTable
 
 /* Lookup output: bit i of unverified marks tids[i] as possibly a phantom. */
 typedef void (*PmhTidSink) (void *arg, const PmhTid *tids, int count, uint64_t unverified);
+
+/* pmh_codec.c */
+extern size_t pmh_encoded_max(uint64_t count);
+extern size_t pmh_encode_entries(const PmhEntry *entries, uint64_t count, int with_hash,
+								 uint8_t *out);
+extern int	pmh_decode_entries(const uint8_t *data, size_t len, uint64_t count, int with_hash,
+							   PmhEntry *out);
 
 /* pmh_crc32c.c */
 extern uint32_t pmh_crc32c(const void *data, size_t len);
@@ -211,7 +222,7 @@ extern PmhStatus pmh_lookup(const PmhSegment *seg, uint32_t hash,
 /* pmh_modify.c */
 extern PmhStatus pmh_insert(const PmhSegment *seg, uint32_t hash, PmhTid tid,
 							uint64_t lsn, const PmhPersist *persist, PmhInsertMode mode,
-							unsigned *effects);
+							uint64_t since, unsigned *effects);
 extern int	pmh_contains(const PmhSegment *seg, uint32_t hash, PmhTid tid);
 extern uint64_t pmh_bulk_delete(const PmhSegment *seg, const PmhDeleteOps *ops,
 								uint64_t lsn, const PmhPersist *persist,
@@ -244,7 +255,7 @@ extern PmhStatus pmh_table_rebuild(const PmhTable *t, uint32_t shard, uint64_t d
 								   double fill, uint64_t lsn, PmhCounts *counts);
 extern PmhStatus pmh_table_insert(const PmhTable *t, uint32_t shard, uint64_t desc,
 								  PmhCounts *counts, uint32_t hash, PmhTid tid,
-								  uint64_t lsn, PmhInsertMode mode);
+								  uint64_t lsn, PmhInsertMode mode, uint64_t since);
 extern const char *pmh_table_attach(const PmhTable *t, uint64_t file_units, PmhFreeMap *map,
 									int lenient,
 									void (*visit) (void *arg, uint32_t shard, uint64_t desc,

@@ -96,6 +96,8 @@ pmh_chain_first(const PmhSegment *seg, PmhTid ref, uint32_t hash)
 	uint64_t	unit = pmh_tid_block(ref);
 	PmhPosting *first;
 
+	if (end_unit > seg->limit)
+		end_unit = seg->limit;
 	if (unit < first_unit || unit >= end_unit)
 		return NULL;
 	first = pmh_posting(seg, unit);

@@ -53,14 +53,14 @@ typedef struct Lookout
 {
 	PmhInsertMode mode;
 	PmhTid		tid;
-	uint64_t	lsn;			/* replay: buckets changed at or after this */
+	uint64_t	since;			/* replay: buckets stamped at or after this */
 } Lookout;
 
 /* Slots of a bucket that may already hold the entry an insert looks out for. */
 static uint64_t
 suspects(const Lookout *look, uint64_t candidates, uint64_t unverified, uint64_t lsn)
 {
-	if (look->mode == PMH_INSERT_IF_ABSENT && lsn >= look->lsn)
+	if (look->mode == PMH_INSERT_IF_ABSENT && lsn >= look->since)
 		return candidates;
 	return candidates & unverified;
 }
@@ -271,9 +271,10 @@ chain_append(PmhPosting *first, PmhTid tid, uint64_t lsn, const PmhPersist *pers
  */
 PmhStatus
 pmh_insert(const PmhSegment *seg, uint32_t hash, PmhTid tid, uint64_t lsn,
-		   const PmhPersist *persist, PmhInsertMode mode, unsigned *effects)
+		   const PmhPersist *persist, PmhInsertMode mode, uint64_t since,
+		   unsigned *effects)
 {
-	Lookout		look = {mode, tid, lsn};
+	Lookout		look = {mode, tid, since};
 	RunScan		rs;
 
 	*effects = 0;

@@ -288,7 +288,7 @@ pmh_segment_write(char *dst, const PmhLayout *layout, const PmhEntry *sorted,
 				  uint64_t count, uint32_t shard, uint32_t shard_bits,
 				  uint64_t file_generation, uint64_t generation, uint64_t lsn)
 {
-	PmhSegment	seg = {dst, layout->nbuckets, shard_bits};
+	PmhSegment	seg = {dst, layout->nbuckets, shard_bits, pmh_layout_units(layout)};
 	PmhSegmentHeader *hdr = (PmhSegmentHeader *) dst;
 	uint64_t	next_unit = (uint64_t) layout->nbuckets + 1;
 

@@ -36,9 +36,13 @@ unit_address(const PmhTable *t, uint64_t unit)
 void
 pmh_table_segment(const PmhTable *t, uint64_t desc, PmhSegment *seg)
 {
-	seg->base = unit_address(t, pmh_desc_unit(desc));
+	uint64_t	mapped = t->ops->mapped_units ? t->ops->mapped_units(t->ops->arg) : UINT64_MAX;
+	uint64_t	unit = pmh_desc_unit(desc);
+
+	seg->base = unit_address(t, unit);
 	seg->nbuckets = pmh_desc_nbuckets(desc);
 	seg->shard_bits = t->shard_bits;
+	seg->limit = mapped > unit ? mapped - unit : 0;
 }
 
 /* Store a descriptor in the file's directory and make it durable. */
@@ -151,7 +155,7 @@ pmh_table_rebuild(const PmhTable *t, uint32_t shard, uint64_t desc,
 PmhStatus
 pmh_table_insert(const PmhTable *t, uint32_t shard, uint64_t desc,
 				 PmhCounts *counts, uint32_t hash, PmhTid tid, uint64_t lsn,
-				 PmhInsertMode mode)
+				 PmhInsertMode mode, uint64_t since)
 {
 	PmhEntry	entry;
 	PmhSegment	seg;
@@ -161,7 +165,7 @@ pmh_table_insert(const PmhTable *t, uint32_t shard, uint64_t desc,
 	if (desc != 0 && !pmh_needs_growth(counts->slots, pmh_desc_nbuckets(desc)))
 	{
 		pmh_table_segment(t, desc, &seg);
-		st = pmh_insert(&seg, hash, tid, lsn, t->persist, mode, &effects);
+		st = pmh_insert(&seg, hash, tid, lsn, t->persist, mode, since, &effects);
 		if (st == PMH_OK)
 		{
 			counts->entries++;

@@ -137,6 +137,13 @@ base(void *arg)
 	return ((MemTable *) arg)->live;
 }
 
+/* Units of the image. */
+static uint64_t
+mapped_units(void *arg)
+{
+	return ((MemTable *) arg)->units;
+}
+
 /* Create an empty file of the given size with 2^shard_bits shards. */
 MemTable *
 memtable_create(uint32_t shard_bits, uint64_t units, int shim)
@@ -151,7 +158,8 @@ memtable_create(uint32_t shard_bits, uint64_t units, int shim)
 	mt->counts = calloc(nshards, sizeof(PmhCounts));
 	mt->extents = calloc(nshards + 64, sizeof(PmhExtent));
 	pmh_freemap_init(&mt->freemap, mt->extents, nshards + 64);
-	mt->ops = (PmhTableOps) {mem_alloc, mem_free, space_alloc, space_free, publish, base, NULL, mt};
+	mt->ops = (PmhTableOps) {mem_alloc, mem_free, space_alloc, space_free, publish, base,
+		mapped_units, NULL, mt};
 	mt->persist = (PmhPersist) {shim_flush, shim_drain, NULL, mt};
 
 	hdr = calloc(1, sizeof(PmhFileHeader));
@@ -191,7 +199,7 @@ memtable_insert(MemTable *mt, uint32_t hash, PmhTid tid)
 	uint32_t	shard = pmh_shard_of(hash, mt->table.shard_bits);
 
 	return pmh_table_insert(&mt->table, shard, mt->mirror[shard], &mt->counts[shard],
-							hash, tid, ++mt->lsn, PMH_INSERT_NEW);
+							hash, tid, ++mt->lsn, PMH_INSERT_NEW, 0);
 }
 
 /* Insert as WAL replay does: only if absent, for a record at lsn. */
@@ -201,7 +209,7 @@ memtable_replay(MemTable *mt, uint32_t hash, PmhTid tid, uint64_t lsn)
 	uint32_t	shard = pmh_shard_of(hash, mt->table.shard_bits);
 
 	return pmh_table_insert(&mt->table, shard, mt->mirror[shard], &mt->counts[shard],
-							hash, tid, lsn, PMH_INSERT_IF_ABSENT);
+							hash, tid, lsn, PMH_INSERT_IF_ABSENT, lsn);
 }
 
 typedef struct CollectState
