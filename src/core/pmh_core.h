@@ -216,6 +216,7 @@ extern PmhSegmentHeader *pmh_segment_header(const PmhSegment *seg);
 extern uint32_t pmh_segment_checksum(const PmhSegmentHeader *hdr);
 
 /* pmh_lookup.c */
+extern void pmh_prefetch(const PmhSegment *seg, uint32_t hash);
 extern PmhStatus pmh_lookup(const PmhSegment *seg, uint32_t hash,
 							PmhTidSink sink, void *arg);
 

@@ -59,6 +59,24 @@ lookup_chain(const PmhPosting *first, PmhTidSink sink, void *arg)
 	return PMH_OK;
 }
 
+/*
+ * Start loading the cache lines a lookup of hash will read first (commit
+ * word, hash codes and the first TIDs of its home bucket), so that a caller
+ * probing a batch of keys overlaps their memory latencies.
+ */
+void
+pmh_prefetch(const PmhSegment *seg, uint32_t hash)
+{
+	const char *bucket;
+
+	if (seg->nbuckets == 0)
+		return;
+	bucket = (const char *) pmh_bucket(seg, pmh_home_bucket(hash, seg->shard_bits, seg->nbuckets));
+	__builtin_prefetch(bucket, 0, 3);
+	__builtin_prefetch(bucket + 64, 0, 3);
+	__builtin_prefetch(bucket + 128, 0, 3);
+}
+
 /* Find every TID stored under hash in a segment; deliver them to sink. */
 PmhStatus
 pmh_lookup(const PmhSegment *seg, uint32_t hash, PmhTidSink sink, void *arg)
