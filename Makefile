@@ -1,5 +1,7 @@
 # Makefile for pmhash (PGXS)
 
+PG_CONFIG ?= pg_config
+
 EXTENSION = pmhash
 EXTVERSION = 0.1
 
@@ -35,13 +37,13 @@ OBJS = \
 DATA = sql/$(EXTENSION)--$(EXTVERSION).sql
 PGFILEDESC = "pmhash - persistent hash index access method"
 
-PG_CPPFLAGS = -I$(srcdir)/src
+# PostgreSQL's headers as system headers: -Wextra is for our code, not theirs
+PG_CPPFLAGS = -I$(srcdir)/src -isystem $(shell $(PG_CONFIG) --includedir-server)
 SHLIB_LINK = -lpmem
 
 REGRESS =
 REGRESS_OPTS = --inputdir=$(srcdir) --outputdir=$(CURDIR)
 
-PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 

@@ -143,8 +143,8 @@ flush_batch(BuildState *bs)
 
 /* Heap scan callback: collect the entry of one heap tuple. */
 static void
-build_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
-			   bool tupleIsAlive, void *state)
+build_callback(Relation index pg_attribute_unused(), ItemPointer tid, Datum *values,
+			   bool *isnull, bool tupleIsAlive pg_attribute_unused(), void *state)
 {
 	BuildState *bs = state;
 	PmhEntry   *e;

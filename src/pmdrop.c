@@ -94,7 +94,7 @@ untrack_temp(const PmhFileKey *key)
 
 /* At session end, remove the files of this session's temporary indexes. */
 static void
-remove_temp_files(int code, Datum arg)
+remove_temp_files(int code pg_attribute_unused(), Datum arg pg_attribute_unused())
 {
 	ListCell   *lc;
 
@@ -224,7 +224,7 @@ clear_created(void)
 
 /* Transaction callback. */
 static void
-xact_callback(XactEvent event, void *arg)
+xact_callback(XactEvent event, void *arg pg_attribute_unused())
 {
 	ListCell   *lc;
 
@@ -275,7 +275,7 @@ xact_callback(XactEvent event, void *arg)
 /* Subtransaction callback. */
 static void
 subxact_callback(SubXactEvent event, SubTransactionId mySubid,
-				 SubTransactionId parentSubid, void *arg)
+				 SubTransactionId parentSubid, void *arg pg_attribute_unused())
 {
 	ListCell   *lc;
 
@@ -442,7 +442,7 @@ pmh_sweep_orphans(int elevel)
 
 /* The file cleaner: sweep at startup, then every minute. */
 void
-pmhash_worker_main(Datum arg)
+pmhash_worker_main(Datum arg pg_attribute_unused())
 {
 	pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);

@@ -91,7 +91,8 @@ address_is_mapped_index(const char *addr)
 
 /* SIGBUS handler. */
 static void
-sigbus_handler(int signo, siginfo_t *info, void *context)
+sigbus_handler(int signo pg_attribute_unused(), siginfo_t *info,
+			   void *context pg_attribute_unused())
 {
 	if (pmh_entered() && address_is_mapped_index((const char *) info->si_addr))
 		ereport(ERROR,

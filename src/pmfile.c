@@ -200,14 +200,14 @@ prune_locals(void)
 
 /* Flush callback on DAX. */
 void
-pmh_pmem_flush(void *arg, const void *addr, size_t len)
+pmh_pmem_flush(void *arg pg_attribute_unused(), const void *addr, size_t len)
 {
 	pmem_flush(addr, len);
 }
 
 /* Drain callback on DAX. */
 void
-pmh_pmem_drain(void *arg)
+pmh_pmem_drain(void *arg pg_attribute_unused())
 {
 	pmem_drain();
 }
@@ -487,14 +487,14 @@ map_file(PmhIndex *ix, const char *path, Relation index)
 
 /* Table callback: working memory. */
 static void *
-ops_alloc_memory(void *arg, size_t size)
+ops_alloc_memory(void *arg pg_attribute_unused(), size_t size)
 {
 	return palloc_extended(size, MCXT_ALLOC_HUGE);
 }
 
 /* Table callback: free working memory. */
 static void
-ops_free_memory(void *arg, void *ptr)
+ops_free_memory(void *arg pg_attribute_unused(), void *ptr)
 {
 	pfree(ptr);
 }
@@ -1067,7 +1067,7 @@ pmh_create(Relation index, uint32 shard_bits, bool deferred, bool transactional)
 /* Replay of CREATE: an empty file, replacing any previous one. */
 void
 pmh_create_for_redo(const RelFileNode *node, uint64 generation, uint32 shard_bits,
-					uint32 flags)
+					uint32 flags pg_attribute_unused())
 {
 	PmhFileKey	key;
 	char		path[MAXPGPATH];

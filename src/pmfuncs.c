@@ -120,7 +120,8 @@ typedef struct CompareState
 
 /* Attach callback of verification: the file must agree with shared memory. */
 static void
-compare_visit(void *arg, uint32 shard, uint64 desc, const PmhCounts *counts, int broken)
+compare_visit(void *arg, uint32 shard, uint64 desc, const PmhCounts *counts,
+			  int broken pg_attribute_unused())
 {
 	CompareState *cs = arg;
 	PmhShardState *state = &cs->slot->shards[shard];

@@ -17,8 +17,10 @@
 /* aminsert: NULLs are not indexed; everything else gets one entry. */
 bool
 pmhashinsert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
-			 Relation heapRel, IndexUniqueCheck checkUnique,
-			 bool indexUnchanged, IndexInfo *indexInfo)
+			 Relation heapRel pg_attribute_unused(),
+			 IndexUniqueCheck checkUnique pg_attribute_unused(),
+			 bool indexUnchanged pg_attribute_unused(),
+			 IndexInfo *indexInfo pg_attribute_unused())
 {
 	uint32		hash;
 	PmhIndex   *ix;

@@ -53,8 +53,8 @@ pmhashbeginscan(Relation index, int nkeys, int norderbys)
 
 /* amrescan */
 void
-pmhashrescan(IndexScanDesc scan, ScanKey keys, int nkeys,
-			 ScanKey orderbys, int norderbys)
+pmhashrescan(IndexScanDesc scan, ScanKey keys, int nkeys pg_attribute_unused(),
+			 ScanKey orderbys pg_attribute_unused(), int norderbys pg_attribute_unused())
 {
 	PmhScanOpaque so = (PmhScanOpaque) scan->opaque;
 
@@ -143,7 +143,7 @@ search(IndexScanDesc scan)
 
 /* amgettuple */
 bool
-pmhashgettuple(IndexScanDesc scan, ScanDirection dir)
+pmhashgettuple(IndexScanDesc scan, ScanDirection dir pg_attribute_unused())
 {
 	PmhScanOpaque so = (PmhScanOpaque) scan->opaque;
 

@@ -49,7 +49,7 @@ install_packages() {
 
 # Build and install pmhash; extra compiler flags in $1.
 build_install() {
-	local cflags="-Wall -Wextra -Werror -Wno-unused-parameter ${1:-}"
+	local cflags="-Wall -Wextra -Werror ${1:-}"
 	echo "== building pmhash (PG_CFLAGS=$cflags)"
 	make -C "$REPO" -s clean
 	make -C "$REPO" -s PG_CFLAGS="$cflags"
