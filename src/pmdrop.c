@@ -107,46 +107,43 @@ remove_temp_files(int code pg_attribute_unused(), Datum arg pg_attribute_unused(
 	temp_files = NIL;
 }
 
-/* Track a file just created, so that an abort removes it. */
-void
-pmh_remember_created(const PmhFileKey *key, Oid relid, const char *path)
+/* Append a record of a file, made in the current subtransaction, to a list. */
+static List *
+track(List *list, MemoryContext cxt, const PmhFileKey *key, Oid relid, const char *path)
 {
-	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
-	TrackedFile *tf = palloc(sizeof(TrackedFile));
+	TrackedFile *tf = MemoryContextAlloc(cxt, sizeof(TrackedFile));
+	MemoryContext old = MemoryContextSwitchTo(cxt);
 
 	tf->key = *key;
 	tf->relid = relid;
 	tf->subid = GetCurrentSubTransactionId();
 	strlcpy(tf->path, path, MAXPGPATH);
-	created_files = lappend(created_files, tf);
+	list = lappend(list, tf);
+	MemoryContextSwitchTo(old);
+	return list;
+}
+
+/* Track a file just created, so that an abort removes it. */
+void
+pmh_remember_created(const PmhFileKey *key, Oid relid, const char *path)
+{
+	created_files = track(created_files, TopMemoryContext, key, relid, path);
 	if (key->backend != InvalidBackendId)
 	{
-		TrackedFile *copy = palloc(sizeof(TrackedFile));
-
-		*copy = *tf;
-		temp_files = lappend(temp_files, copy);
+		temp_files = track(temp_files, TopMemoryContext, key, relid, path);
 		if (!exit_callback_registered)
 		{
 			before_shmem_exit(remove_temp_files, 0);
 			exit_callback_registered = true;
 		}
 	}
-	MemoryContextSwitchTo(old);
 }
 
 /* Queue a file for removal after commit. */
 static void
 unlink_after_commit(const PmhFileKey *key, const char *path)
 {
-	MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
-	TrackedFile *tf = palloc(sizeof(TrackedFile));
-
-	tf->key = *key;
-	tf->relid = InvalidOid;
-	tf->subid = GetCurrentSubTransactionId();
-	strlcpy(tf->path, path, MAXPGPATH);
-	commit_unlinks = lappend(commit_unlinks, tf);
-	MemoryContextSwitchTo(old);
+	commit_unlinks = track(commit_unlinks, TopTransactionContext, key, InvalidOid, path);
 }
 
 /*

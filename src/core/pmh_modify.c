@@ -396,88 +396,93 @@ doomed(const PmhDeleteOps *ops, PmhTid tid, uint64_t bit, uint64_t *unverified)
 	return 0;
 }
 
-/* Bulk-delete within one bucket; returns the slots removed. */
+/*
+ * The slots of a bucket or of a posting block, as a bulk delete sees them:
+ * a bucket has a hash per slot and may hold chain references; a posting
+ * block has one hash for all.
+ */
+typedef struct SlotGroup
+{
+	uint64_t   *commit;
+	uint64_t   *unverified;
+	uint64_t   *lsn;
+	const PmhTid *tid;
+	const uint32_t *hashes;		/* NULL for a posting block */
+	uint32_t	hash;			/* the hash of a posting block */
+	uint64_t	valid_mask;
+	uint64_t	seq_one;
+} SlotGroup;
+
+/* Bulk-delete within a bucket or posting block; returns the TIDs removed. */
+static uint64_t
+group_delete(const SlotGroup *g, const PmhDeleteOps *ops, uint64_t lsn,
+			 const PmhPersist *persist, PmhCounts *left)
+{
+	uint64_t	c = *g->commit;
+	uint64_t	valid = c & g->valid_mask;
+	uint64_t	unverified = *g->unverified;
+	uint64_t	gone = 0;
+
+	while (valid)
+	{
+		int			i = __builtin_ctzll(valid);
+		uint64_t	bit = UINT64_C(1) << i;
+
+		valid &= valid - 1;
+		if (g->hashes)
+		{
+			left->slots++;
+			if (pmh_is_chain_ref(g->tid[i]))
+				continue;
+		}
+		if (doomed(ops, g->tid[i], bit, &unverified))
+		{
+			gone |= bit;
+			if (ops->removed)
+				ops->removed(ops->arg, g->hashes ? g->hashes[i] : g->hash, g->tid[i]);
+		}
+		else
+		{
+			left->entries++;
+			left->unverified += (unverified & bit) != 0;
+		}
+	}
+	if (gone || unverified != *g->unverified)
+	{
+		if (g->hashes)
+			left->slots -= __builtin_popcountll(gone);
+		*g->unverified = unverified & ~gone;
+		if (lsn > *g->lsn)
+			*g->lsn = lsn;
+		pmh_store_release(g->commit, (c & ~gone) + g->seq_one);
+		pmh_flush(persist, g->commit, 3 * sizeof(uint64_t));
+	}
+	return __builtin_popcountll(gone);
+}
+
+/* Bulk-delete within one bucket. */
 static uint64_t
 bucket_delete(PmhBucket *bucket, const PmhDeleteOps *ops, uint64_t lsn,
 			  const PmhPersist *persist, PmhCounts *left)
 {
-	uint64_t	c = bucket->commit;
-	uint64_t	valid = c & PMH_VALID_MASK;
-	uint64_t	unverified = bucket->unverified;
-	uint64_t	gone = 0;
+	SlotGroup	g = {&bucket->commit, &bucket->unverified, &bucket->lsn, bucket->tid,
+	bucket->hash, 0, PMH_VALID_MASK, PMH_SEQ_ONE};
+	uint64_t	removed = group_delete(&g, ops, lsn, persist, left);
 
-	while (valid)
-	{
-		int			i = __builtin_ctzll(valid);
-		uint64_t	bit = UINT64_C(1) << i;
-
-		valid &= valid - 1;
-		left->slots++;
-		if (pmh_is_chain_ref(bucket->tid[i]))
-			continue;
-		if (doomed(ops, bucket->tid[i], bit, &unverified))
-		{
-			gone |= bit;
-			if (ops->removed)
-				ops->removed(ops->arg, bucket->hash[i], bucket->tid[i]);
-		}
-		else
-		{
-			left->entries++;
-			left->unverified += (unverified & bit) != 0;
-		}
-	}
-	if (gone || unverified != bucket->unverified)
-	{
-		left->slots -= __builtin_popcountll(gone);
-		bucket->unverified = unverified & ~gone;
-		if (lsn > bucket->lsn)
-			bucket->lsn = lsn;
-		pmh_store_release(&bucket->commit, (c & ~gone) + PMH_SEQ_ONE);
-		pmh_flush(persist, &bucket->commit, 3 * sizeof(uint64_t));
-	}
 	if (bucket->lsn > left->max_lsn)
 		left->max_lsn = bucket->lsn;
-	return __builtin_popcountll(gone);
+	return removed;
 }
 
-/* Bulk-delete within one posting block; returns the TIDs removed. */
+/* Bulk-delete within one posting block. */
 static uint64_t
 posting_delete(PmhPosting *blk, const PmhDeleteOps *ops, uint64_t lsn,
 			   const PmhPersist *persist, PmhCounts *left)
 {
-	uint64_t	c = blk->commit;
-	uint64_t	valid = c & PMH_POSTING_VALID_MASK;
-	uint64_t	unverified = blk->unverified;
-	uint64_t	gone = 0;
+	SlotGroup	g = {&blk->commit, &blk->unverified, &blk->lsn, blk->tid,
+	NULL, blk->hash, PMH_POSTING_VALID_MASK, PMH_POSTING_SEQ_ONE};
 
-	while (valid)
-	{
-		int			i = __builtin_ctzll(valid);
-		uint64_t	bit = UINT64_C(1) << i;
-
-		valid &= valid - 1;
-		if (doomed(ops, blk->tid[i], bit, &unverified))
-		{
-			gone |= bit;
-			if (ops->removed)
-				ops->removed(ops->arg, blk->hash, blk->tid[i]);
-		}
-		else
-		{
-			left->entries++;
-			left->unverified += (unverified & bit) != 0;
-		}
-	}
-	if (gone || unverified != blk->unverified)
-	{
-		blk->unverified = unverified & ~gone;
-		if (lsn > blk->lsn)
-			blk->lsn = lsn;
-		pmh_store_release(&blk->commit, (c & ~gone) + PMH_POSTING_SEQ_ONE);
-		pmh_flush(persist, &blk->commit, 3 * sizeof(uint64_t));
-	}
-	return __builtin_popcountll(gone);
+	return group_delete(&g, ops, lsn, persist, left);
 }
 
 /*
