@@ -11,6 +11,21 @@ REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 PACKAGES="postgresql-15 postgresql-server-dev-15 postgresql-contrib libpmem-dev postgresql-15-pgtap
 libtap-parser-sourcehandler-pgtap-perl libipc-run-perl make gcc python3"
 
+# Counters of tap_result.
+TAP_N=0
+TAP_FAILED=0
+
+# Print one TAP-like result line of a suite: $1 is 0 for success, $2 the description.
+tap_result() {
+	TAP_N=$((TAP_N + 1))
+	if [ "$1" = 0 ]; then
+		echo "ok $TAP_N - $2"
+	else
+		echo "not ok $TAP_N - $2"
+		TAP_FAILED=$((TAP_FAILED + 1))
+	fi
+}
+
 # Run a command as root (directly, or through sudo).
 as_root() {
 	if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi

@@ -20,26 +20,15 @@ set -u
 
 WORK=${1:?usage: concurrency.sh WORKDIR}/concurrency
 SCRIPTS=$(cd "$(dirname "$0")/../concurrency" && pwd)
+source "$SCRIPTS/../lib/common.sh"
 SECONDS_TO_RUN=${PMHASH_CONCURRENCY_SECONDS:-120}
 PGBENCH=/usr/lib/postgresql/15/bin/pgbench
 LOG=$PGHOST/server.log
 GRACE=300
 export PGOPTIONS="${PGOPTIONS:-} -c statement_timeout=10min"
-N=0
-FAILED=0
 
 mkdir -p "$WORK"
 
-# Print one TAP-like result line: $1 is 0 for success, $2 the description.
-check() {
-	N=$((N + 1))
-	if [ "$1" = 0 ]; then
-		echo "ok $N - $2"
-	else
-		echo "not ok $N - $2"
-		FAILED=$((FAILED + 1))
-	fi
-}
 
 # Run SQL (from $1, or stdin) in psql, unaligned, stopping at the first error.
 sql() {
@@ -101,7 +90,7 @@ check_plan() {
 		SQL
 	)
 	echo "$plan" | grep -q "$4" && ! echo "$plan" | grep -q "Seq Scan on conc_rows"
-	check $? "$3 scans of column $1 use \"$4\""
+	tap_result $? "$3 scans of column $1 use \"$4\""
 }
 
 # Compare index scan, bitmap scan and seqscan for every distinct value of
@@ -134,7 +123,7 @@ compare_column() {
 	)
 	echo "$out" | sed -e 's/^/# /' | cut -c1-400
 	echo "$out" | grep -qx "mismatches=0"
-	check $? "index scan, bitmap scan and seqscan agree for every value of $col ($(echo "$out" | grep -o 'values=[0-9]*'))"
+	tap_result $? "index scan, bitmap scan and seqscan agree for every value of $col ($(echo "$out" | grep -o 'values=[0-9]*'))"
 }
 
 # pmhash_verify and the entries of pmhash_stats for index $1 equal the
@@ -146,7 +135,7 @@ check_counts() {
 	echo "# $1: verify, stats entries, non-null $2: $out"
 	read -r verified entries rows <<<"$out"
 	[ "${verified:-x}" = "${rows:-y}" ] && [ "${entries:-x}" = "${rows:-y}" ]
-	check $? "pmhash_verify and pmhash_stats of $1 count the non-null values of $2"
+	tap_result $? "pmhash_verify and pmhash_stats of $1 count the non-null values of $2"
 }
 
 # The index $1 grew from "$2" (buckets shards) and kept its shard count.
@@ -155,7 +144,7 @@ check_growth() {
 	now=$(index_size "$1")
 	echo "# $1: buckets shards before: $2, after: $now"
 	[ "${now#* }" = "${2#* }" ] && [ "${now% *}" -gt "${2% *}" ] 2>/dev/null
-	check $? "$1 grew during the run (buckets) with its shard count unchanged"
+	tap_result $? "$1 grew during the run (buckets) with its shard count unchanged"
 }
 
 # Server log lines since byte $1 that report errors or crashes.
@@ -165,11 +154,11 @@ log_errors() {
 
 log_start=$(log_size)
 [ -r "$LOG" ]
-check $? "server log $LOG is readable"
+tap_result $? "server log $LOG is readable"
 
 sql <"$SCRIPTS/setup.sql" >"$WORK/setup.out" 2>&1
 setup_rc=$?
-check $setup_rc "setup: ~50k rows, pmhash indexes with 4 and 2 shards"
+tap_result $setup_rc "setup: ~50k rows, pmhash indexes with 4 and 2 shards"
 if [ "$setup_rc" != 0 ]; then
 	sed 's/^/# /' "$WORK/setup.out"
 	exit 1
@@ -192,14 +181,14 @@ maint_rc=$?
 report_pgbench "$WORK/workload.log"
 report_pgbench "$WORK/maintenance.log"
 [ "$workload_rc" = 0 ] || tail -20 "$WORK/workload.log" | sed 's/^/# /'
-check "$workload_rc" "pgbench workload (8 clients, $SECONDS_TO_RUN s) succeeded"
+tap_result "$workload_rc" "pgbench workload (8 clients, $SECONDS_TO_RUN s) succeeded"
 [ "$maint_rc" = 0 ] || tail -20 "$WORK/maintenance.log" | sed 's/^/# /'
 vacuums=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$WORK/maintenance.log")
 [ "$maint_rc" = 0 ] && [ "${vacuums:-0}" -ge 2 ]
-check $? "VACUUM and pmhash_verify ran concurrently (${vacuums:-0} times) without failure"
+tap_result $? "VACUUM and pmhash_verify ran concurrently (${vacuums:-0} times) without failure"
 
 sql "VACUUM conc_rows"
-check $? "final VACUUM"
+tap_result $? "final VACUUM"
 echo "# rows: $(sql "SELECT count(*) || ' rows, ' || count(k) || ' k, ' || count(t) || ' t, ' ||
 	count(DISTINCT k) || ' distinct k, ' || count(*) FILTER (WHERE k = 0) || ' heavy k' FROM conc_rows")"
 
@@ -216,11 +205,11 @@ check_growth conc_rows_t "$start_t"
 
 errors=$(log_errors "$log_start")
 [ -z "$errors" ]
-check $? "no ERROR, WARNING, FATAL, PANIC, TRAP or crash in the server log"
+tap_result $? "no ERROR, WARNING, FATAL, PANIC, TRAP or crash in the server log"
 [ -n "$errors" ] && echo "$errors" | head -30 | sed 's/^/# /'
 
-if [ "$FAILED" = 0 ]; then
+if [ "$TAP_FAILED" = 0 ]; then
 	sql "DROP TABLE conc_rows; DROP FUNCTION conc_new_key(), conc_t(int8), conc_random_id(), conc_check(text, int8)"
 fi
-echo "# $N checks, $FAILED failed"
-[ "$FAILED" = 0 ]
+echo "# $TAP_N checks, $TAP_FAILED failed"
+[ "$TAP_FAILED" = 0 ]

@@ -10,24 +10,13 @@
 set -u
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+source "$REPO/test/lib/common.sh"
 WORKDIR=${1:-$(mktemp -d /tmp/pmhash-pgtap-XXXXXX)}
 DB=pmhash_pgtap
 PSQL_BIN=/usr/lib/postgresql/15/bin/psql
 [ -x "$PSQL_BIN" ] || PSQL_BIN=psql
 OUT=$WORKDIR/pgtap-prove.out
-N=0
-FAILED=0
 
-# Print one TAP-like result line; $1: 0 for success, $2: description.
-result() {
-	N=$((N + 1))
-	if [ "$1" = 0 ]; then
-		echo "ok $N - $2"
-	else
-		echo "not ok $N - $2"
-		FAILED=$((FAILED + 1))
-	fi
-}
 
 # Run SQL on the maintenance database, quietly, stopping at the first error.
 admin_sql() {
@@ -45,7 +34,7 @@ mkdir -p "$WORKDIR"
 cd "$REPO" || exit 1
 files=(test/pgtap/*.sql)
 if [ ! -e "${files[0]}" ]; then
-	result 1 "pgtap: no test files in test/pgtap"
+	tap_result 1 "pgtap: no test files in test/pgtap"
 	exit 1
 fi
 
@@ -53,7 +42,7 @@ if ! admin_sql "DROP DATABASE IF EXISTS $DB WITH (FORCE)" ||
 	! admin_sql "CREATE DATABASE $DB" ||
 	! "$PSQL_BIN" -X -q -v ON_ERROR_STOP=1 -d "$DB" \
 		-c "CREATE EXTENSION pgtap" -c "CREATE EXTENSION pmhash"; then
-	result 1 "pgtap: create database $DB with extensions pgtap and pmhash"
+	tap_result 1 "pgtap: create database $DB with extensions pgtap and pmhash"
 	exit 1
 fi
 
@@ -62,16 +51,16 @@ prove_rc=$?
 
 for f in "${files[@]}"; do
 	file_passed "$f"
-	result $? "pgtap $(basename "$f")"
+	tap_result $? "pgtap $(basename "$f")"
 done
 # pg_prove failing with every file reported as passing is still a failure
-if [ "$prove_rc" != 0 ] && [ "$FAILED" = 0 ]; then
-	result 1 "pgtap: pg_prove exited with status $prove_rc"
+if [ "$prove_rc" != 0 ] && [ "$TAP_FAILED" = 0 ]; then
+	tap_result 1 "pgtap: pg_prove exited with status $prove_rc"
 fi
 
 echo "# pg_prove output:"
 sed 's/^/#   /' "$OUT"
 
-admin_sql "DROP DATABASE IF EXISTS $DB WITH (FORCE)" || result 1 "pgtap: drop database $DB"
+admin_sql "DROP DATABASE IF EXISTS $DB WITH (FORCE)" || tap_result 1 "pgtap: drop database $DB"
 
-[ "$FAILED" = 0 ]
+[ "$TAP_FAILED" = 0 ]
