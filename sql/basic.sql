@@ -49,3 +49,28 @@ SELECT entries = (SELECT count(s) FROM basic) AS stats_entries, shards > 0 AS ha
 FROM pmhash_stats('basic_s');
 DROP TABLE basic;
 DROP FUNCTION basic_check(int8);
+
+-- one key with 100,000 rows: every row is found, through deletes and VACUUM
+CREATE TABLE heavy (id int, k int8);
+INSERT INTO heavy SELECT i, CASE WHEN i <= 100000 THEN 7 ELSE i END
+FROM generate_series(1, 120000) i;
+CREATE INDEX heavy_k ON heavy USING pmhash (k);
+INSERT INTO heavy SELECT i, 7 FROM generate_series(120001, 125000) i;
+SET enable_seqscan = off;
+SET enable_bitmapscan = off;
+SELECT count(*), count(DISTINCT id), min(id), max(id) FROM heavy WHERE k = 7;
+RESET enable_bitmapscan;
+SET enable_indexscan = off;
+SELECT count(*) FROM heavy WHERE k = 7;
+RESET enable_indexscan;
+DELETE FROM heavy WHERE k = 7 AND id % 2 = 0;
+VACUUM heavy;
+SET enable_bitmapscan = off;
+SELECT count(*), count(DISTINCT id) FROM heavy WHERE k = 7;
+RESET enable_bitmapscan;
+RESET enable_seqscan;
+SELECT count(*) FROM heavy WHERE k = 7;
+SELECT pmhash_verify('heavy_k') = (SELECT count(*) FROM heavy) AS verify_counts_rows,
+       chains > 0 AS in_chains
+FROM pmhash_stats('heavy_k');
+DROP TABLE heavy;

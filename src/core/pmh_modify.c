@@ -44,6 +44,7 @@ typedef struct RunScan
 	uint32_t	end_distance;	/* its distance from the home bucket */
 	PmhPosting *chain;			/* posting chain of the hash, if wanted */
 	PmhBucket  *chain_bucket;	/* bucket holding the chain reference */
+	int			chain_unverified;	/* the chain holds unverified entries */
 	int			present;		/* the entry looked for is stored, as confirm() says */
 	int			corrupt;
 } RunScan;
@@ -120,6 +121,7 @@ scan_run(const PmhSegment *seg, uint32_t hash, int want_chain, const Lookout *lo
 	rs->end_distance = 0;
 	rs->chain = NULL;
 	rs->chain_bucket = NULL;
+	rs->chain_unverified = 0;
 	rs->present = 0;
 	rs->corrupt = 0;
 	for (uint32_t dist = 0; dist < nbuckets; dist++)
@@ -146,6 +148,7 @@ scan_run(const PmhSegment *seg, uint32_t hash, int want_chain, const Lookout *lo
 				{
 					rs->chain = pmh_chain_first(seg, bucket->tid[i], hash);
 					rs->chain_bucket = bucket;
+					rs->chain_unverified = (bucket->unverified >> i) & 1;
 					if (rs->chain == NULL)
 						rs->corrupt = 1;
 				}
@@ -283,7 +286,10 @@ pmh_insert(const PmhSegment *seg, uint32_t hash, PmhTid tid, uint64_t lsn,
 	scan_run(seg, hash, 1, &look, persist, &rs);
 	if (rs.corrupt)
 		return PMH_CORRUPT;
-	if (!rs.present && rs.chain)
+	/* a chain can hold the entry only if it has unverified ones, or changed since */
+	if (!rs.present && rs.chain &&
+		(rs.chain_unverified ||
+		 (mode == PMH_INSERT_IF_ABSENT && rs.chain_bucket->lsn >= since)))
 		rs.present = chain_holds(rs.chain, &look, persist);
 	if (rs.present)
 	{
@@ -460,15 +466,45 @@ group_delete(const SlotGroup *g, const PmhDeleteOps *ops, uint64_t lsn,
 	return __builtin_popcountll(gone);
 }
 
-/* Bulk-delete within one bucket. */
+/* Whether any posting block of a chain holds unverified entries. */
+static int
+chain_has_unverified(const PmhPosting *first)
+{
+	for (uint32_t j = 0; j < first->nblocks; j++)
+	{
+		if (first[j].unverified & first[j].commit & PMH_POSTING_VALID_MASK)
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * Bulk-delete within one bucket (after the posting blocks, so that the
+ * unverified bit of a chain reference can follow its chain).
+ */
 static uint64_t
-bucket_delete(PmhBucket *bucket, const PmhDeleteOps *ops, uint64_t lsn,
-			  const PmhPersist *persist, PmhCounts *left)
+bucket_delete(const PmhSegment *seg, PmhBucket *bucket, const PmhDeleteOps *ops,
+			  uint64_t lsn, const PmhPersist *persist, PmhCounts *left)
 {
 	SlotGroup	g = {&bucket->commit, &bucket->unverified, &bucket->lsn, bucket->tid,
 	bucket->hash, 0, PMH_VALID_MASK, PMH_SEQ_ONE};
 	uint64_t	removed = group_delete(&g, ops, lsn, persist, left);
+	uint64_t	refs = bucket->unverified & bucket->commit & PMH_VALID_MASK;
 
+	for (; refs; refs &= refs - 1)
+	{
+		int			i = __builtin_ctzll(refs);
+		const PmhPosting *first;
+
+		if (!pmh_is_chain_ref(bucket->tid[i]))
+			continue;
+		first = pmh_chain_first(seg, bucket->tid[i], bucket->hash[i]);
+		if (first == NULL || !chain_has_unverified(first))
+		{
+			bucket->unverified &= ~(UINT64_C(1) << i);
+			pmh_flush(persist, &bucket->unverified, sizeof(uint64_t));
+		}
+	}
 	if (bucket->lsn > left->max_lsn)
 		left->max_lsn = bucket->lsn;
 	return removed;
@@ -500,8 +536,6 @@ pmh_bulk_delete(const PmhSegment *seg, const PmhDeleteOps *ops, uint64_t lsn,
 	uint32_t	head = 0;
 
 	remaining->entries = remaining->slots = remaining->unverified = remaining->max_lsn = 0;
-	for (uint32_t b = 0; b < seg->nbuckets; b++)
-		removed += bucket_delete(pmh_bucket(seg, b), ops, lsn, persist, remaining);
 	for (uint32_t j = 0; j < nposting; j++)
 	{
 		PmhPosting *blk = pmh_posting(seg, (uint64_t) seg->nbuckets + 1 + j);
@@ -518,6 +552,8 @@ pmh_bulk_delete(const PmhSegment *seg, const PmhDeleteOps *ops, uint64_t lsn,
 			first->cursor = (uint16_t) (j - head);
 		removed += gone;
 	}
+	for (uint32_t b = 0; b < seg->nbuckets; b++)
+		removed += bucket_delete(seg, pmh_bucket(seg, b), ops, lsn, persist, remaining);
 	pmh_drain(persist);
 	return removed;
 }
@@ -548,7 +584,8 @@ pmh_flag_unverified(const PmhSegment *seg, uint64_t after_lsn, const PmhPersist 
 				refs |= UINT64_C(1) << i;
 		}
 		flagged += __builtin_popcountll(valid & ~refs & ~bucket->unverified);
-		bucket->unverified |= valid & ~refs;
+		/* a reference's bit says that its chain holds unverified entries */
+		bucket->unverified |= valid;
 		pmh_flush(persist, &bucket->unverified, sizeof(uint64_t));
 		for (; refs; refs &= refs - 1)
 		{

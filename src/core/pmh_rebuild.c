@@ -243,6 +243,10 @@ write_chains(const PmhSegment *seg, uint64_t next_unit, const PmhEntry *group,
 {
 	uint64_t	total = chain_blocks(count);
 	uint64_t	done = 0;
+	uint16_t	ref_flags = 0;
+
+	for (uint64_t k = 0; k < count; k++)
+		ref_flags |= group[k].flags & PMH_ENTRY_UNVERIFIED;
 
 	while (done < total)
 	{
@@ -272,7 +276,7 @@ write_chains(const PmhSegment *seg, uint64_t next_unit, const PmhEntry *group,
 		first->nblocks = (uint16_t) nblocks;
 		first->cursor = 0;
 		pmh_image_place(seg, group[0].hash,
-						pmh_tid_make((uint32_t) next_unit, 0), 0, lsn);
+						pmh_tid_make((uint32_t) next_unit, 0), ref_flags, lsn);
 		next_unit += nblocks;
 		done += nblocks;
 	}

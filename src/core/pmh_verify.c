@@ -149,6 +149,11 @@ pmh_segment_verify(const PmhSegment *seg, uint32_t shard, uint64_t file_generati
 			snprintf(msg, msglen, "shard %u bucket %u: reserved commit bits are set", shard, b);
 			return msg;
 		}
+		if (bucket->unverified & ~valid)
+		{
+			snprintf(msg, msglen, "shard %u bucket %u: free slots are marked unverified", shard, b);
+			return msg;
+		}
 		while (valid)
 		{
 			int			i = __builtin_ctzll(valid);
@@ -195,6 +200,12 @@ pmh_segment_verify(const PmhSegment *seg, uint32_t shard, uint64_t file_generati
 		const PmhPosting *blk = pmh_posting(seg, (uint64_t) seg->nbuckets + 1 + j);
 		uint64_t	valid = blk->commit & PMH_POSTING_VALID_MASK;
 
+		if (blk->unverified & ~valid)
+		{
+			snprintf(msg, msglen, "shard %u posting block %u: free slots are marked unverified",
+					 shard, j);
+			return msg;
+		}
 		while (valid)
 		{
 			int			i = __builtin_ctzll(valid);
