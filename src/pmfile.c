@@ -155,7 +155,10 @@ unmap_local(PmhIndex *ix)
 	ix->ndirty = 0;
 }
 
-/* Forget this backend's mapping of a file. */
+/*
+ * Forget this backend's mapping of a file and what it had pending for it.
+ * The entry itself stays, so that pointers to it (rd_amcache) stay valid.
+ */
 void
 pmh_drop_local(const PmhFileKey *key)
 {
@@ -167,11 +170,8 @@ pmh_drop_local(const PmhFileKey *key)
 	if (ix == NULL)
 		return;
 	unmap_local(ix);
-	if (ix->dirty)
-		pfree(ix->dirty);
-	if (ix->pending)
-		pfree(ix->pending);
-	hash_search(local_indexes, key, HASH_REMOVE, NULL);
+	ix->npending = 0;
+	ix->deferred = false;
 }
 
 /* Unmap files whose slots were released (dropped or evicted indexes). */
@@ -986,14 +986,28 @@ still_attached(PmhIndex *ix)
 PmhIndex *
 pmh_open(Relation index)
 {
-	PmhFileKey	key;
-	PmhIndex   *ix;
+	PmhIndex  **cached = (PmhIndex **) index->rd_amcache;
+	PmhIndex   *ix = cached ? *cached : NULL;
 
 	pmhash_check_preloaded();
-	pmh_file_key(index, &key);
 	prune_locals();
 	pmh_fault_set_index(RelationGetRelationName(index));
-	ix = local_entry(&key);
+	if (ix == NULL || !RelFileNodeEquals(ix->node, index->rd_node) ||
+		ix->key.backend != index->rd_backend)
+	{
+		/*
+		 * Local entries are never freed, so the relcache entry may keep a
+		 * pointer to one (in a chunk of its own, which it frees).
+		 */
+		PmhFileKey	key;
+
+		pmh_file_key(index, &key);
+		ix = local_entry(&key);
+		if (cached == NULL)
+			cached = MemoryContextAlloc(index->rd_indexcxt, sizeof(PmhIndex *));
+		*cached = ix;
+		index->rd_amcache = cached;
+	}
 	ix->logged = RelationNeedsWAL(index);
 	ix->node = index->rd_node;
 	for (;;)
