@@ -9,6 +9,7 @@ MODULE_big = pmhash
 OBJS = \
 	src/pmbuild.o \
 	src/pmcost.o \
+	src/pmdirectory.o \
 	src/pmdrop.o \
 	src/pmfault.o \
 	src/pmfile.o \

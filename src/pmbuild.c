@@ -211,7 +211,7 @@ pmh_auto_rebuild(Relation index)
 	Oid			heap_oid = IndexGetRelation(RelationGetRelid(index), false);
 	PmhFileKey	key;
 	char		path[MAXPGPATH];
-	uint64		state;
+	PmhFileHeader hdr;
 	Relation	heap;
 	double		heap_tuples;
 	double		entries;
@@ -227,7 +227,7 @@ pmh_auto_rebuild(Relation index)
 	LockRelationOid(RelationGetRelid(index), AccessExclusiveLock);
 	pmh_file_key(index, &key);
 	pmh_file_path(&key, path);
-	if (!pmh_file_state(path, &state) || !(state & PMH_STATE_NEEDS_REBUILD))
+	if (!pmh_read_file_header(path, &hdr) || !(hdr.state & PMH_STATE_NEEDS_REBUILD))
 	{
 		/* someone else rebuilt it meanwhile */
 		UnlockRelationOid(RelationGetRelid(index), AccessExclusiveLock);

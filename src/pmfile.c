@@ -32,6 +32,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "access/xact.h"
 #include "access/xlog.h"
 #include "access/xloginsert.h"
 #include "common/pg_prng.h"
@@ -654,9 +655,9 @@ setup_table(PmhIndex *ix)
 	ix->table.dir_unit = hdr->dir_unit;
 }
 
-/* Read and check the metapage of an index. */
+/* Read and check the metapage of an index (and its LSN, if lsn is not NULL). */
 void
-pmh_read_meta(Relation index, PmhashMetaData *meta)
+pmh_read_meta(Relation index, PmhashMetaData *meta, XLogRecPtr *lsn)
 {
 	Buffer		buf;
 	Page		page;
@@ -678,6 +679,8 @@ pmh_read_meta(Relation index, PmhashMetaData *meta)
 		pmh_raise_damaged(index, "The metapage is not a pmhash metapage.");
 	}
 	memcpy(meta, m, sizeof(PmhashMetaData));
+	if (lsn)
+		*lsn = PageGetLSN(page);
 	UnlockReleaseBuffer(buf);
 }
 
@@ -732,16 +735,6 @@ pmh_write_meta(Relation index, ForkNumber fork, const PmhashMetaData *meta)
 	}
 }
 
-/* Create the directory of index files if it does not exist. */
-static void
-ensure_directory(void)
-{
-	if (MakePGDirectory(pmhash_directory) != 0 && errno != EEXIST)
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not create pmhash directory \"%s\": %m", pmhash_directory)));
-}
-
 /* Make a freshly written range durable (DAX or ordinary file). */
 static void
 persist_range(char *base, size_t len, int is_pmem, const char *path)
@@ -757,11 +750,14 @@ persist_range(char *base, size_t len, int is_pmem, const char *path)
 /*
  * Create a fresh, empty index file with its header and an empty directory,
  * replacing any file of the same name.  A transactional creation is undone
- * if the (sub)transaction aborts.
+ * if the (sub)transaction aborts; the header names its creator (the current
+ * transaction, or the one given for replay), so that the file cleaner
+ * removes it if a crash prevents both the commit and the undo.
  */
 static void
 create_file(const PmhFileKey *key, Oid relid, const char *path, uint32 shard_bits,
-			uint64 generation, uint32 state, bool durable, bool transactional)
+			uint64 generation, uint32 state, bool durable, bool transactional,
+			FullTransactionId creator)
 {
 	PmhFileHeader hdr;
 	uint32		flags = key->backend != InvalidBackendId ? PMH_FILE_TEMP : 0;
@@ -769,7 +765,7 @@ create_file(const PmhFileKey *key, Oid relid, const char *path, uint32 shard_bit
 	int			is_pmem;
 	char	   *base;
 
-	ensure_directory();
+	pmh_directory_ensure();
 	LWLockAcquire(pmh_file_lock(), LW_EXCLUSIVE);
 	if (unlink(path) != 0 && errno != ENOENT)
 		ereport(ERROR,
@@ -779,6 +775,9 @@ create_file(const PmhFileKey *key, Oid relid, const char *path, uint32 shard_bit
 					key->backend == InvalidBackendId ? -1 : key->backend,
 					generation, shard_bits, flags);
 	hdr.state = state;
+	if (transactional)
+		creator = GetCurrentFullTransactionId();
+	hdr.creator_xid = U64FromFullTransactionId(creator);
 	len = (hdr.data_unit + INITIAL_SPARE_UNITS) * PMH_UNIT_SIZE;
 	base = pmem_map_file(path, len, PMEM_FILE_CREATE | PMEM_FILE_EXCL, 0600, &len, &is_pmem);
 	LWLockRelease(pmh_file_lock());
@@ -855,6 +854,20 @@ check_header(PmhIndex *ix, uint64 generation)
 }
 
 /*
+ * Whether the file of a permanent index is missing because a restore from a
+ * base backup did not contain it (and can be recreated: not in recovery).
+ */
+static bool
+lost_to_restore(PmhIndex *ix, const char *path, XLogRecPtr meta_lsn)
+{
+	struct stat st;
+
+	return ix->key.backend == InvalidBackendId && !RecoveryInProgress() &&
+		stat(path, &st) != 0 && errno == ENOENT &&
+		pmh_directory_lost_to_restore(meta_lsn);
+}
+
+/*
  * Attach a file to shared memory (or find it attached) and map it.  Called
  * without an announcement of ours, so that waiting for readers is safe.
  * index is NULL during replay, which cannot read the metapage and takes
@@ -890,7 +903,9 @@ attach(Relation index, PmhIndex *ix)
 
 	if (index != NULL)
 	{
-		pmh_read_meta(index, &meta);
+		XLogRecPtr	meta_lsn;
+
+		pmh_read_meta(index, &meta, &meta_lsn);
 		if (meta.flags & PMHASH_META_INIT_FORK)
 		{
 			/*
@@ -899,8 +914,17 @@ attach(Relation index, PmhIndex *ix)
 			 */
 			make_meta(&meta, new_generation(), meta.shard_bits, 0);
 			create_file(&ix->key, RelationGetRelid(index), path, meta.shard_bits,
-						meta.build_generation, 0, true, false);
+						meta.build_generation, 0, true, false, InvalidFullTransactionId);
 			pmh_write_meta(index, MAIN_FORKNUM, &meta);
+		}
+		else if (lost_to_restore(ix, path, meta_lsn))
+		{
+			/* a placeholder that has the index rebuilt from its table */
+			ereport(LOG,
+					(errmsg("pmhash: the file of index \"%s\" is not part of the restored base backup; rebuilding the index from its table",
+							RelationGetRelationName(index))));
+			create_file(&ix->key, InvalidOid, path, meta.shard_bits, meta.build_generation,
+						PMH_STATE_NEEDS_REBUILD, true, false, InvalidFullTransactionId);
 		}
 	}
 	else
@@ -1068,9 +1092,9 @@ pmh_create(Relation index, uint32 shard_bits, bool deferred, bool transactional)
 
 	make_meta(&meta, new_generation(), shard_bits, 0);
 	create_file(&key, RelationGetRelid(index), path, shard_bits, meta.build_generation, 0,
-				key.backend == InvalidBackendId, transactional);
+				key.backend == InvalidBackendId, transactional, InvalidFullTransactionId);
 	if (RelationNeedsWAL(index))
-		pmh_log_create(&index->rd_node, meta.build_generation, shard_bits, 0);
+		pmh_log_create(&index->rd_node, meta.build_generation, shard_bits, transactional);
 	pmh_write_meta(index, MAIN_FORKNUM, &meta);
 
 	ix = local_entry(&key);
@@ -1078,10 +1102,13 @@ pmh_create(Relation index, uint32 shard_bits, bool deferred, bool transactional)
 	return pmh_open(index);
 }
 
-/* Replay of CREATE: an empty file, replacing any previous one. */
+/*
+ * Replay of CREATE: an empty file, replacing any previous one; creator is
+ * the transaction that created it, if the creation was transactional.
+ */
 void
 pmh_create_for_redo(const RelFileNode *node, uint64 generation, uint32 shard_bits,
-					uint32 flags pg_attribute_unused())
+					FullTransactionId creator)
 {
 	PmhFileKey	key;
 	char		path[MAXPGPATH];
@@ -1090,7 +1117,7 @@ pmh_create_for_redo(const RelFileNode *node, uint64 generation, uint32 shard_bit
 	pmh_file_path(&key, path);
 	pmh_forget_file(&key);
 	pmh_drop_local(&key);
-	create_file(&key, InvalidOid, path, shard_bits, generation, 0, true, false);
+	create_file(&key, InvalidOid, path, shard_bits, generation, 0, true, false, creator);
 }
 
 /*
@@ -1122,7 +1149,7 @@ pmh_copy_file(const RelFileNode *from, const RelFileNode *to)
 		return false;
 	pmh_forget_file(&dst_key);
 	pmh_drop_local(&dst_key);
-	ensure_directory();
+	pmh_directory_ensure();
 	LWLockAcquire(pmh_file_lock(), LW_EXCLUSIVE);
 	(void) unlink(dst);
 	dst_base = pmem_map_file(dst, src_len, PMEM_FILE_CREATE | PMEM_FILE_EXCL, 0600,
@@ -1176,7 +1203,7 @@ pmh_create_placeholder(const RelFileNode *node)
 	permanent_key(node, &key);
 	pmh_file_path(&key, path);
 	create_file(&key, InvalidOid, path, meta.shard_bits, meta.build_generation,
-				PMH_STATE_NEEDS_REBUILD, true, false);
+				PMH_STATE_NEEDS_REBUILD, true, false, InvalidFullTransactionId);
 }
 
 /* Metapage of the init fork of an unlogged index. */
@@ -1189,27 +1216,29 @@ pmh_write_init_meta(Relation index, uint32 shard_bits)
 	pmh_write_meta(index, INIT_FORKNUM, &meta);
 }
 
-/* The state bits of a file's header; false if it cannot be read. */
+/* Read a file's header; false if it cannot be read or is not sound. */
 bool
-pmh_file_state(const char *path, uint64 *state)
+pmh_read_file_header(const char *path, PmhFileHeader *hdr)
 {
-	PmhFileHeader hdr;
 	int			fd = OpenTransientFile(path, O_RDONLY | PG_BINARY);
 	bool		ok;
 
 	if (fd < 0)
 		return false;
-	ok = read(fd, &hdr, sizeof(hdr)) == sizeof(hdr) && pmh_header_check(&hdr, PMH_HEADER_UNITS +
-																		   pmh_directory_units(hdr.shard_bits)) == NULL;
+	ok = read(fd, hdr, sizeof(*hdr)) == sizeof(*hdr) &&
+		pmh_header_check(hdr, PMH_HEADER_UNITS + pmh_directory_units(hdr->shard_bits)) == NULL;
 	CloseTransientFile(fd);
-	if (ok)
-		*state = hdr.state;
 	return ok;
 }
 
-/* Set state bits in a file's header, durably. */
-void
-pmh_set_file_state(const char *path, uint64 set_bits)
+/*
+ * Durably update the mutable part of a file's header: set state bits, and
+ * forget its creator once the creating transaction is known to have
+ * committed.  Other servers' processes may have the file mapped; each
+ * field is written on its own.
+ */
+static void
+update_file_header(const char *path, uint64 set_bits, bool settle_creator)
 {
 	size_t		len;
 	int			is_pmem;
@@ -1221,9 +1250,26 @@ pmh_set_file_state(const char *path, uint64 set_bits)
 				(errcode_for_file_access(),
 				 errmsg("could not map pmhash file \"%s\": %m", path)));
 	hdr = (PmhFileHeader *) base;
-	hdr->state |= set_bits;
+	if (set_bits != 0)
+		hdr->state |= set_bits;
+	if (settle_creator)
+		hdr->creator_xid = 0;
 	persist_range(base, sizeof(PmhFileHeader), is_pmem, path);
 	pmem_unmap(base, len);
+}
+
+/* Set state bits in a file's header, durably. */
+void
+pmh_set_file_state(const char *path, uint64 set_bits)
+{
+	update_file_header(path, set_bits, false);
+}
+
+/* Record durably that a file's creating transaction committed. */
+void
+pmh_settle_file_creator(const char *path)
+{
+	update_file_header(path, 0, true);
 }
 
 /* Remove a file, ignoring one that is already gone. */

@@ -285,7 +285,7 @@ pmhash_verify(PG_FUNCTION_ARGS)
 
 	ix = pmh_open(index);
 	/* after pmh_open, which may have reset an unlogged index */
-	pmh_read_meta(index, &meta);
+	pmh_read_meta(index, &meta, NULL);
 	file_units = pg_atomic_read_u64(&ix->slot->file_units);
 	pmh_ensure_mapped(ix, file_units);
 	hdr = (PmhFileHeader *) ix->base;

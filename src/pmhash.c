@@ -130,6 +130,8 @@ _PG_init(void)
 		return;
 
 	define_gucs();
+	if (!IsUnderPostmaster)
+		pmh_directory_lock();
 	pmh_wal_register();
 	prev_shmem_request_hook = shmem_request_hook;
 	shmem_request_hook = pmhash_shmem_request;

@@ -15,6 +15,7 @@
 
 #include "access/amapi.h"
 #include "access/genam.h"
+#include "access/transam.h"
 #include "access/xlogdefs.h"
 #include "nodes/execnodes.h"
 #include "nodes/pathnodes.h"
@@ -169,6 +170,13 @@ extern uint64 pmh_retire_epoch(void);
 extern void pmh_wait_for_readers(uint64 epoch);
 extern bool pmh_readers_done(uint64 epoch);
 
+/* pmdirectory.c */
+extern void pmh_directory_ensure(void);
+extern void pmh_directory_lock(void);
+extern bool pmh_directory_restore_begin(void);
+extern void pmh_directory_restore_end(XLogRecPtr end);
+extern bool pmh_directory_lost_to_restore(XLogRecPtr meta_lsn);
+
 /* pmfault.c */
 extern void pmh_fault_init(void);
 extern void pmh_fault_register(const char *base, size_t len);
@@ -182,13 +190,14 @@ extern PmhIndex *pmh_open(Relation index);
 extern PmhIndex *pmh_open_for_redo(const RelFileNode *node);
 extern PmhIndex *pmh_create(Relation index, uint32 shard_bits, bool deferred, bool transactional);
 extern void pmh_create_for_redo(const RelFileNode *node, uint64 generation, uint32 shard_bits,
-								uint32 flags);
+								FullTransactionId creator);
 extern bool pmh_copy_file(const RelFileNode *from, const RelFileNode *to);
 extern void pmh_create_placeholder(const RelFileNode *node);
 extern void pmh_write_init_meta(Relation index, uint32 shard_bits);
-extern bool pmh_file_state(const char *path, uint64 *state);
 extern void pmh_set_file_state(const char *path, uint64 set_bits);
-extern void pmh_read_meta(Relation index, PmhashMetaData *meta);
+extern bool pmh_read_file_header(const char *path, PmhFileHeader *hdr);
+extern void pmh_settle_file_creator(const char *path);
+extern void pmh_read_meta(Relation index, PmhashMetaData *meta, XLogRecPtr *lsn);
 extern void pmh_write_meta(Relation index, ForkNumber fork, const PmhashMetaData *meta);
 extern void pmh_ensure_mapped(PmhIndex *ix, uint64 end_unit);
 extern void pmh_sync_dirty(PmhIndex *ix);
@@ -216,7 +225,7 @@ extern void pmh_segment_of(PmhIndex *ix, uint64 desc, PmhSegment *seg);
 /* pmwal.c */
 extern void pmh_wal_register(void);
 extern XLogRecPtr pmh_log_create(const RelFileNode *node, uint64 generation, uint32 shard_bits,
-								 uint32 flags);
+								 bool transactional);
 extern XLogRecPtr pmh_log_inserts(const RelFileNode *node, const PmhEntry *entries,
 								  uint32 count, XLogRecPtr since);
 extern XLogRecPtr pmh_log_rebuild(const RelFileNode *node, uint32 shard, double fill,
@@ -226,7 +235,7 @@ extern XLogRecPtr pmh_log_delete(const RelFileNode *node, uint32 shard, PmhEntry
 extern XLogRecPtr pmh_log_copy(const RelFileNode *from, const RelFileNode *to);
 
 /* pmrecovery.c */
-extern void pmh_recovery_flag_files(XLogRecPtr redo_start);
+extern void pmh_recovery_flag_files(XLogRecPtr redo_start, bool distrust);
 extern void pmh_recovery_finish(void);
 extern void pmh_mark_needs_rebuild(const RelFileNode *node);
 
@@ -240,6 +249,7 @@ extern void pmh_utility_init(void);
 extern void pmh_drop_init(void);
 extern void pmh_remember_created(const PmhFileKey *key, Oid relid, const char *path);
 extern void pmh_sweep_orphans(int elevel);
+extern FullTransactionId pmh_recent_full_xid(TransactionId xid);
 extern bool pmh_find_main_fork(Oid db, Oid rel, BackendId backend, RelFileNode *node);
 extern void pmhash_worker_main(Datum arg) pg_attribute_noreturn();
 

@@ -77,9 +77,12 @@ flag_file(const char *path, XLogRecPtr redo_start)
 						(unsigned long long) flagged, path)));
 }
 
-/* Before replay: flag the unverified entries of every permanent index file. */
+/*
+ * Before replay: flag the unverified entries of every permanent index file,
+ * or, to distrust them all, mark every one to be rebuilt.
+ */
 void
-pmh_recovery_flag_files(XLogRecPtr redo_start)
+pmh_recovery_flag_files(XLogRecPtr redo_start, bool distrust)
 {
 	DIR		   *dir = AllocateDir(pmhash_directory);
 	struct dirent *de;
@@ -97,7 +100,15 @@ pmh_recovery_flag_files(XLogRecPtr redo_start)
 		if (sscanf(de->d_name, "%u_%u.%7s", &db, &rel, tail) != 3 || strcmp(tail, "pmh") != 0)
 			continue;
 		snprintf(path, MAXPGPATH, "%s/%s", pmhash_directory, de->d_name);
-		flag_file(path, redo_start);
+		if (!distrust)
+			flag_file(path, redo_start);
+		else
+		{
+			pmh_set_file_state(path, PMH_STATE_NEEDS_REBUILD);
+			ereport(LOG,
+					(errmsg("pmhash: \"%s\" is not part of the restored base backup; the index will be rebuilt from its table when next used",
+							path)));
+		}
 	}
 	FreeDir(dir);
 }

@@ -120,6 +120,10 @@ typedef struct xl_pmhash_create
 	uint32		flags;
 } xl_pmhash_create;
 
+/* CREATE flags */
+#define XLOG_PMHASH_CREATE_TRANSACTIONAL	0x0001	/* undone if the record's
+													 * transaction aborts */
+
 /*
  * INSERT: a batch of entries one backend inserted, each stamped in the file
  * with a WAL position no earlier than since.  Followed by count packed
@@ -158,14 +162,14 @@ static uint64 records_since_sync = 0;
 
 /* Log the creation of an empty index file. */
 XLogRecPtr
-pmh_log_create(const RelFileNode *node, uint64 generation, uint32 shard_bits, uint32 flags)
+pmh_log_create(const RelFileNode *node, uint64 generation, uint32 shard_bits, bool transactional)
 {
 	xl_pmhash_create xlrec;
 
 	xlrec.node = *node;
 	xlrec.generation = generation;
 	xlrec.shard_bits = shard_bits;
-	xlrec.flags = flags;
+	xlrec.flags = transactional ? XLOG_PMHASH_CREATE_TRANSACTIONAL : 0;
 	XLogBeginInsert();
 	XLogRegisterData((char *) &xlrec, sizeof(xlrec));
 	return XLogInsert(RM_PMHASH_ID, XLOG_PMHASH_CREATE);
@@ -449,8 +453,11 @@ static void
 redo_create(XLogReaderState *record)
 {
 	xl_pmhash_create *xlrec = (xl_pmhash_create *) XLogRecGetData(record);
+	FullTransactionId creator = InvalidFullTransactionId;
 
-	pmh_create_for_redo(&xlrec->node, xlrec->generation, xlrec->shard_bits, xlrec->flags);
+	if (xlrec->flags & XLOG_PMHASH_CREATE_TRANSACTIONAL)
+		creator = pmh_recent_full_xid(XLogRecGetXid(record));
+	pmh_create_for_redo(&xlrec->node, xlrec->generation, xlrec->shard_bits, creator);
 }
 
 /* Replay the copy of an index file to a new relfilenode. */
@@ -510,9 +517,10 @@ pmhash_desc(StringInfo buf, XLogReaderState *record)
 			{
 				xl_pmhash_create *xlrec = (xl_pmhash_create *) data;
 
-				appendStringInfo(buf, "rel %u/%u/%u; generation " UINT64_FORMAT "; shards %u",
+				appendStringInfo(buf, "rel %u/%u/%u; generation " UINT64_FORMAT "; shards %u%s",
 								 xlrec->node.spcNode, xlrec->node.dbNode, xlrec->node.relNode,
-								 xlrec->generation, 1U << xlrec->shard_bits);
+								 xlrec->generation, 1U << xlrec->shard_bits,
+								 (xlrec->flags & XLOG_PMHASH_CREATE_TRANSACTIONAL) ? "; transactional" : "");
 				break;
 			}
 		case XLOG_PMHASH_INSERT:
@@ -566,11 +574,16 @@ pmhash_identify(uint8 info)
 	return NULL;
 }
 
-/* rm_startup: before replay, flag what a crash may have left unverified. */
+/*
+ * rm_startup: before replay, flag what a crash may have left unverified, or
+ * distrust every file if a restored backup did not contain them.
+ */
 static void
 pmhash_startup(void)
 {
-	pmh_recovery_flag_files(GetRedoRecPtr());
+	bool		distrust = pmh_directory_restore_begin();
+
+	pmh_recovery_flag_files(GetRedoRecPtr(), distrust);
 }
 
 /* rm_cleanup: after replay, make it durable and hand over to normal running. */
@@ -580,6 +593,7 @@ pmhash_cleanup(void)
 	ListCell   *lc;
 
 	pmh_redo_synced(GetXLogReplayRecPtr(NULL));
+	pmh_directory_restore_end(GetXLogReplayRecPtr(NULL));
 	pmh_recovery_finish();
 	foreach(lc, unapplied_files)
 		pmh_mark_needs_rebuild((RelFileNode *) lfirst(lc));

@@ -3,7 +3,8 @@
 # missing, damaged, foreign and truncated files, the orphan cleaner,
 # unlogged indexes across crash recovery, temporary indexes, aborted
 # creations, indexes moved to another tablespace or copied with a database,
-# and the removal of files by DROP DATABASE and DROP EXTENSION.
+# the removal of files by DROP DATABASE and DROP EXTENSION, and a second
+# cluster refused the directory of a running one.
 # Every error is checked by SQLSTATE and message, every answer of an index
 # is compared with a sequential scan, and the server must never crash.
 use strict;
@@ -431,6 +432,22 @@ $plain->safe_psql('postgres', 'CREATE EXTENSION pmhash');
 make_table($plain, 'postgres', 'logged', 2000, 100);
 check_file_identity($plain, 'postgres', 'logged_k', 'file in the data directory');
 like($dir_of{plain}, qr{/pmhash$}, 'default pmhash.directory is inside the data directory');
+
+# A second cluster pointed at the same directory refuses to start.
+{
+	my $intruder = PostgreSQL::Test::Cluster->new('intruder');
+	$intruder->init;
+	$intruder->append_conf('postgresql.conf',
+		"shared_preload_libraries = 'pmhash'\npmhash.directory = '$dir'");
+	ok(!$intruder->start(fail_ok => 1), 'a second cluster cannot use the same pmhash.directory');
+	like(
+		slurp_file($intruder->logfile),
+		qr/FATAL:  pmhash directory "\Q$dir\E" is in use by another server\n.*DETAIL:  The server with data directory "\Q@{[ $node->data_dir ]}\E" holds "\Q$dir\E\/pmhash\.lock"\.\n.*HINT:  Give each cluster its own pmhash\.directory\./s,
+		'the refusal names the directory, its owner and what to do');
+	is_deeply([ pmh_files($dir) ], [ all_index_files($node, 'postgres') ],
+		'the refused cluster left the files alone');
+	compare_with_seqscan($node, 'postgres', 't_k', 't', 'k', -3, 1002, 'after the refused start');
+}
 
 ############################################################################
 # 3. A missing file: errors naming the file with a REINDEX hint, no crash.
