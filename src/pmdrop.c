@@ -11,8 +11,11 @@
  * at its abort.  Temporary indexes are tracked by this backend and removed
  * when their relation is gone, or when the session ends.  Any file whose
  * main fork no longer exists is an orphan, which the file cleaner removes
- * at startup and every minute; creation and the sweep are serialized so
- * that a reused relfilenode never loses its new file.
+ * at startup and every minute, and so is a file whose header names a
+ * creating transaction that neither committed nor is still running (a
+ * crash cut it short before its abort could remove the file).  Creation
+ * and the sweep are serialized so that a reused relfilenode never loses
+ * its new file.
  *
  * Copyright (c) 2026, pmhash developers
  *
@@ -27,7 +30,9 @@
 #include <unistd.h>
 
 #include "access/htup_details.h"
+#include "access/transam.h"
 #include "access/xact.h"
+#include "access/xlog.h"
 #include "catalog/objectaccess.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_database.h"
@@ -41,6 +46,7 @@
 #include "storage/fd.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
+#include "storage/procarray.h"
 #include "tcop/tcopprot.h"
 #include "utils/memutils.h"
 #include "utils/syscache.h"
@@ -408,7 +414,58 @@ pmh_find_main_fork(Oid db, Oid rel, BackendId backend, RelFileNode *node)
 	return found;
 }
 
-/* Remove index files whose main fork is gone. */
+/*
+ * The 64-bit id of a transaction id that is not in the future and not
+ * older than 2^31 transactions.
+ */
+FullTransactionId
+pmh_recent_full_xid(TransactionId xid)
+{
+	FullTransactionId next = ReadNextFullTransactionId();
+	uint32		epoch = EpochFromFullTransactionId(next);
+
+	if (!TransactionIdIsNormal(xid))
+		return InvalidFullTransactionId;
+	if (xid > XidFromFullTransactionId(next) && epoch > 0)
+		epoch--;
+	return FullTransactionIdFromEpochAndXid(epoch, xid);
+}
+
+typedef enum CreatorOutcome
+{
+	CREATOR_UNKNOWN,			/* running, too old to tell, or in recovery */
+	CREATOR_COMMITTED,
+	CREATOR_FAILED				/* aborted, or cut short by a crash */
+} CreatorOutcome;
+
+/* What became of the transaction that created a file. */
+static CreatorOutcome
+creator_outcome(uint64 creator)
+{
+	FullTransactionId fxid = FullTransactionIdFromU64(creator);
+	TransactionId xid = XidFromFullTransactionId(fxid);
+	CreatorOutcome outcome = CREATOR_UNKNOWN;
+
+	/* a standby cannot tell a crashed primary's transaction from a running one */
+	if (RecoveryInProgress() || !FullTransactionIdIsNormal(fxid))
+		return CREATOR_UNKNOWN;
+	/* as txid_status() does: commit status survives only back to oldestClogXid */
+	LWLockAcquire(XactTruncationLock, LW_SHARED);
+	if (FullTransactionIdPrecedes(fxid, ReadNextFullTransactionId()) &&
+		FullTransactionIdFollowsOrEquals(fxid,
+										 pmh_recent_full_xid(ShmemVariableCache->oldestClogXid)) &&
+		!TransactionIdIsInProgress(xid))
+		outcome = TransactionIdDidCommit(xid) ? CREATOR_COMMITTED : CREATOR_FAILED;
+	LWLockRelease(XactTruncationLock);
+	return outcome;
+}
+
+/*
+ * Remove index files whose main fork is gone, or whose creating transaction
+ * was cut short by a crash (core leaves the main fork of such a relation
+ * behind; the index does not exist).  Files whose creator committed forget
+ * it.
+ */
 void
 pmh_sweep_orphans(int elevel)
 {
@@ -423,15 +480,36 @@ pmh_sweep_orphans(int elevel)
 		Oid			rel;
 		BackendId	backend;
 		RelFileNode node;
+		PmhFileHeader hdr;
 		char		path[MAXPGPATH];
 
 		if (!parse_file_name(de->d_name, &db, &rel, &backend))
 			continue;
 		snprintf(path, MAXPGPATH, "%s/%s", pmhash_directory, de->d_name);
 		LWLockAcquire(pmh_file_lock(), LW_EXCLUSIVE);
-		if (!pmh_find_main_fork(db, rel, backend, &node) && unlink(path) == 0)
-			ereport(elevel,
-					(errmsg("removed orphaned pmhash file \"%s\"", path)));
+		if (!pmh_find_main_fork(db, rel, backend, &node))
+		{
+			if (unlink(path) == 0)
+				ereport(elevel,
+						(errmsg("removed orphaned pmhash file \"%s\"", path)));
+		}
+		else if (pmh_read_file_header(path, &hdr) && hdr.creator_xid != 0)
+		{
+			switch (creator_outcome(hdr.creator_xid))
+			{
+				case CREATOR_COMMITTED:
+					pmh_settle_file_creator(path);
+					break;
+				case CREATOR_FAILED:
+					if (unlink(path) == 0)
+						ereport(elevel,
+								(errmsg("removed pmhash file \"%s\" of an index whose creating transaction did not commit",
+										path)));
+					break;
+				case CREATOR_UNKNOWN:
+					break;
+			}
+		}
 		LWLockRelease(pmh_file_lock());
 	}
 	FreeDir(dir);

@@ -138,7 +138,10 @@ typedef struct PmhFileHeader
 	/* mutable area, not covered by the checksum */
 	uint64_t	state;			/* PMH_STATE_* bits */
 	uint64_t	redo_lsn;		/* recovery changes are durable up to here */
-	uint8_t		unused[PMH_HEADER_UNITS * PMH_UNIT_SIZE - 88];
+	uint64_t	creator_xid;	/* 64-bit id of the transaction that created
+								 * the file, until it is known to have
+								 * committed; 0 if none */
+	uint8_t		unused[PMH_HEADER_UNITS * PMH_UNIT_SIZE - 96];
 } PmhFileHeader;
 
 #define PMH_FILE_UNLOGGED		0x0001
