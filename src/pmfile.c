@@ -216,7 +216,10 @@ pmh_pmem_drain(void *arg pg_attribute_unused())
 /*
  * Flush callback of durable files: remember the dirty range, rounded to
  * cache lines (DAX) or pages (msync), to make it durable at commit or at
- * the next sync.
+ * the next sync.  DAX keeps a list of ranges, since flushing costs per
+ * line; msync keeps one range spanning them all, since one msync writes
+ * back only the dirty pages of its range and costs a device flush per
+ * call.
  */
 static void
 record_dirty(void *arg, const void *addr, size_t len)
@@ -230,8 +233,9 @@ record_dirty(void *arg, const void *addr, size_t len)
 	{
 		uint64	   *last = &ix->dirty[2 * (ix->ndirty - 1)];
 
-		if (start >= last[0] && start <= last[1])
+		if (!ix->is_pmem || (start >= last[0] && start <= last[1]))
 		{
+			last[0] = Min(last[0], start);
 			last[1] = Max(last[1], end);
 			return;
 		}
