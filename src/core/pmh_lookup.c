@@ -98,12 +98,16 @@ pmh_lookup(const PmhSegment *seg, uint32_t hash, PmhTidSink sink, void *arg)
 		uint64_t	unverified;
 		uint64_t	c1;
 
+		/* most TIDs lie in the bucket's third line: load it meanwhile */
+		__builtin_prefetch((const char *) bucket + 128, 0, 3);
 		for (;;)
 		{
 			uint32_t	mask;
 			uint64_t	flags;
 
 			c1 = pmh_load_acquire(&bucket->commit);
+			if (c1 & PMH_OVERFLOW_BIT)
+				__builtin_prefetch(pmh_bucket(seg, pmh_next_bucket(b, nbuckets)), 0, 3);
 			mask = pmh_match_hashes(bucket->hash, hash) & (uint32_t) c1;
 			flags = bucket->unverified;
 			ncopy = nrefs = 0;
