@@ -13,6 +13,9 @@ use warnings;
 use Fcntl qw(O_RDONLY O_WRONLY SEEK_SET);
 use File::Copy qw(copy);
 use File::Temp ();
+use FindBin;
+use lib $FindBin::RealBin;
+use PmhashRecovery qw(wait_until);
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
@@ -155,19 +158,6 @@ sub file_mode
 	my ($path) = @_;
 	my @st = stat $path or return 'missing';
 	return sprintf '%04o', $st[2] & 07777;
-}
-
-# Wait up to $secs seconds for $cond->() to hold; returns whether it does.
-sub wait_until
-{
-	my ($secs, $cond) = @_;
-	my $end = time + $secs;
-	while (time < $end)
-	{
-		return 1 if $cond->();
-		select(undef, undef, undef, 0.2);
-	}
-	return $cond->() ? 1 : 0;
 }
 
 # The postmaster's start time and the log's current length, to detect crashes later.
