@@ -1,0 +1,15 @@
+/* test/bench/am/pmhash_bench--0.1.sql: objects of the pmhash_bench helper extension */
+
+-- complain if script is sourced in psql, rather than via CREATE EXTENSION
+\echo Use "CREATE EXTENSION pmhash_bench" to load this file. \quit
+
+-- Probe index "index" once per element of "keys", "loops" times over, through
+-- index_beginscan / index_rescan / index_getnext_tid with an equality scan key
+-- on the first index column.  Returns the mean time per probe in nanoseconds
+-- and the number of TIDs one pass over the keys returned.
+CREATE FUNCTION pmhash_bench_probe(index regclass, keys anyarray, loops integer DEFAULT 1,
+	OUT ns_per_probe double precision,
+	OUT tids bigint)
+RETURNS record
+AS 'MODULE_PATHNAME'
+LANGUAGE C STRICT VOLATILE;

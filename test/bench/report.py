@@ -1,0 +1,331 @@
+#!/usr/bin/env python3
+"""test/bench/report.py: the results table of test/bench/run.sh.
+
+Usage: report.py OUTDIR
+
+Reads OUTDIR/raw.csv (every measurement: section, dataset, am, metric, rep,
+value), OUTDIR/meta.txt (key=value lines about the run) and, if present,
+OUTDIR/core.csv ("core,<metric>,<value>" lines of the core benchmark).  Keeps
+the best repetition of each timing (least time, most tps) and the median of
+sizes and WAL volumes, computes the ratios pmhash/hash and pmhash/btree,
+checks them against the issue's floors, prints the table and writes
+OUTDIR/results.md and OUTDIR/results.csv.
+"""
+import csv
+import os
+import statistics
+import sys
+
+AMS = ["pmhash", "hash", "btree"]
+
+# key: (label, unit, aggregate, better, floors); a floor is (reference, op,
+# bound): reference "hash" or "btree" bounds the ratio pmhash/reference,
+# "abs" bounds pmhash's own value.  "abs1m" applies only at 1M entries.
+SPECS = {
+    "build_s": ("build time", "s", "min", "lower", [("hash", "<=", 0.5), ("btree", "<", 1.0)]),
+    "build_wal_mb": ("WAL written by the build", "MB", "median", "lower", []),
+    "size_mb": ("index size", "MB", "median", "lower", [("hash", "<=", 0.5)]),
+    "size_bpe": ("index size per entry", "B", "median", "lower", [("abs1m", "<=", 16.0)]),
+    "probe_present_us": ("probe, present key (nested loop)", "us", "min", "lower",
+                         [("hash", "<=", 0.8), ("btree", "<", 1.0)]),
+    "probe_absent_us": ("probe, absent key (nested loop)", "us", "min", "lower", [("hash", "<=", 0.5)]),
+    "insert_us": ("insert, table + index", "us/row", "min", "lower", [("hash", "<=", 0.6)]),
+    "insert_index_us": ("insert, index share (minus no-index insert)", "us/row", "derived", "lower", []),
+    "insert_wal_b": ("insert WAL, table + index", "B/row", "median", "lower", []),
+    "insert_index_wal_b": ("insert WAL, index share", "B/row", "derived", "lower", []),
+    "am_present_ns": ("AM-level probe, present key", "ns", "min", "lower", [("hash", "<=", 0.25)]),
+    "am_absent_ns": ("AM-level probe, absent key", "ns", "min", "lower", [("hash", "<=", 0.25)]),
+}
+SQL_ORDER = ["build_s", "build_wal_mb", "size_mb", "size_bpe", "probe_present_us", "probe_absent_us",
+             "insert_us", "insert_index_us", "insert_wal_b", "insert_index_wal_b"]
+
+
+def pgbench_spec(metric):
+    """The spec of a pgbench metric <select|tpcb>_c<clients>."""
+    mode, clients = metric.split("_c")
+    plural = "" if clients == "1" else "s"
+    if mode == "select":
+        return ("pgbench select-only, %s client%s" % (clients, plural), "tps", "max", "higher",
+                [("hash", ">=", 1.15), ("btree", ">=", 1.3)])
+    return ("pgbench TPC-B-like, %s client%s" % (clients, plural), "tps", "max", "higher",
+            [("hash", ">=", 1.0)])
+
+
+def read_raw(path):
+    """Measurements as {(section, dataset, am, metric): [values]}, in file order."""
+    data = {}
+    with open(path, newline="") as f:
+        for row in csv.DictReader(f):
+            key = (row["section"], row["dataset"], row["am"], row["metric"])
+            data.setdefault(key, []).append(float(row["value"]))
+    return data
+
+
+def read_meta(path):
+    """The run's metadata as an ordered dict."""
+    meta = {}
+    if os.path.exists(path):
+        with open(path) as f:
+            for line in f:
+                if "=" in line:
+                    k, v = line.rstrip("\n").split("=", 1)
+                    meta[k] = v
+    return meta
+
+
+def aggregate(values, how):
+    """The kept value of a list of repetitions."""
+    if how == "min":
+        return min(values)
+    if how == "max":
+        return max(values)
+    return statistics.median(values)
+
+
+def how_kept(section, metric):
+    """How the repetitions of a metric are reduced to one value."""
+    if section == "pgbench":
+        return "max"
+    if metric in SPECS and SPECS[metric][2] != "derived":
+        return SPECS[metric][2]
+    return "median"
+
+
+def check(floors, values, ratios, rows):
+    """(floor text, PASS/FAIL/'') of one row."""
+    texts, ok = [], True
+    ops = {"<=": lambda a, b: a <= b, "<": lambda a, b: a < b, ">=": lambda a, b: a >= b}
+    for ref, op, bound in floors:
+        if ref == "abs1m":
+            if rows != 1000000:
+                continue
+            texts.append("pmhash %s %g" % (op, bound))
+            got = values.get("pmhash")
+        else:
+            texts.append("/%s %s %g" % (ref, op, bound))
+            got = ratios.get(ref)
+        if got is None or not ops[op](got, bound):
+            ok = False
+    if not texts:
+        return "", ""
+    return "; ".join(texts), ("PASS" if ok else "FAIL")
+
+
+def fmt(x):
+    """A number with 3-4 significant digits, or '' for None."""
+    if x is None:
+        return ""
+    if isinstance(x, str):
+        return x
+    if x != 0 and (abs(x) >= 1e6 or abs(x) < 1e-3):
+        return "%.3g" % x
+    if abs(x) >= 100:
+        return "%.0f" % x
+    return "%.3g" % x if abs(x) < 1 else "%.4g" % x
+
+
+def build_rows(data):
+    """The result rows, in report order."""
+    kept = {k: aggregate(v, how_kept(k[0], k[3])) for k, v in data.items()}
+    rows = []
+    datasets = []
+    for (section, ds, am, metric) in data:
+        if (section, ds) not in datasets:
+            datasets.append((section, ds))
+    for section in ("sql", "am", "pgbench"):
+        for sec, ds in datasets:
+            if sec != section:
+                continue
+            entries = kept.get(("sql", ds, "-", "rows"))
+            metrics = []
+            for (s, d, am, m) in data:
+                if s == section and d == ds and am in AMS and m not in metrics:
+                    metrics.append(m)
+            if section == "sql":
+                if "insert_us" in metrics:
+                    metrics += ["insert_index_us", "insert_index_wal_b"]
+                metrics = [m for m in SQL_ORDER if m in metrics] + [m for m in metrics if m not in SQL_ORDER]
+            for m in metrics:
+                spec = pgbench_spec(m) if section == "pgbench" else SPECS[m]
+                label, unit, _, better, floors = spec
+                values = {}
+                for am in AMS:
+                    if m in ("insert_index_us", "insert_index_wal_b"):
+                        base = "insert_us" if m == "insert_index_us" else "insert_wal_b"
+                        a, n = kept.get((section, ds, am, base)), kept.get((section, ds, "none", base))
+                        values[am] = None if a is None or n is None else a - n
+                    else:
+                        values[am] = kept.get((section, ds, am, m))
+                spread = None
+                if how_kept(section, m) in ("min", "max"):
+                    spreads = [max(v) / min(v) - 1 for v in (data.get((section, ds, am, m)) for am in AMS)
+                               if v and len(v) > 1 and min(v) > 0]
+                    spread = 100 * max(spreads) if spreads else None
+                ratios = {}
+                for ref in ("hash", "btree"):
+                    if values["pmhash"] is not None and values[ref]:
+                        ratios[ref] = values["pmhash"] / values[ref]
+                floor, result = check(floors, values, ratios, entries)
+                rows.append({"section": section, "dataset": ds, "key": m, "metric": label, "unit": unit,
+                             "better": better, "pmhash": values["pmhash"], "hash": values["hash"],
+                             "btree": values["btree"], "pmhash_hash": ratios.get("hash"),
+                             "pmhash_btree": ratios.get("btree"), "spread": spread, "floor": floor,
+                             "result": result})
+    return rows, kept
+
+
+def core_rows(path):
+    """Rows of the core benchmark's "core,<metric>,<value>" lines."""
+    rows = []
+    if not os.path.exists(path):
+        return rows
+    with open(path, newline="") as f:
+        for rec in csv.reader(f):
+            if len(rec) < 3 or rec[0] != "core":
+                continue
+            value = ",".join(rec[2:])
+            result = ""
+            if rec[1].startswith("check_") and value in ("PASS", "FAIL"):
+                value, result = None, value
+            else:
+                try:
+                    value = float(value)
+                except ValueError:
+                    pass
+            rows.append({"section": "core", "dataset": "", "key": rec[1], "metric": rec[1], "unit": "",
+                         "better": "", "pmhash": value, "hash": None, "btree": None, "pmhash_hash": None,
+                         "pmhash_btree": None, "spread": None, "floor": "", "result": result})
+    return rows
+
+
+COLUMNS = [("section", "section"), ("dataset", "data set"), ("metric", "metric"), ("unit", "unit"),
+           ("pmhash", "pmhash"), ("hash", "hash"), ("btree", "btree"), ("pmhash_hash", "pmhash/hash"),
+           ("pmhash_btree", "pmhash/btree"), ("spread", "spread %"), ("floor", "floor"),
+           ("result", "result")]
+
+
+def text_table(rows):
+    """The rows as a fixed-width text table."""
+    cells = [[h for _, h in COLUMNS]] + [[fmt(r[k]) for k, _ in COLUMNS] for r in rows]
+    widths = [max(len(c[i]) for c in cells) for i in range(len(COLUMNS))]
+    lines = []
+    for n, c in enumerate(cells):
+        lines.append("  ".join(v.ljust(w) if i < 4 or i >= 10 else v.rjust(w)
+                               for i, (v, w) in enumerate(zip(c, widths))).rstrip())
+        if n == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def md_table(rows):
+    """The rows as a markdown table."""
+    out = ["| " + " | ".join(h for _, h in COLUMNS) + " |",
+           "|" + "|".join("---" if i < 4 or i >= 10 else "---:" for i in range(len(COLUMNS))) + "|"]
+    for r in rows:
+        cells = [fmt(r[k]) for k, _ in COLUMNS]
+        if r["result"] == "FAIL":
+            cells[-1] = "**FAIL**"
+        out.append("| " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
+def method_notes(meta):
+    """What was measured, and how, as markdown bullet points."""
+    return """- One cluster, one run; pmhash files on /dev/shm with `PMEM_IS_PMEM_FORCE=1` (the pmem code path).
+  Each timed SQL- and AM-level measurement is repeated (REPS), the order of the AMs rotated each
+  repetition; the table keeps the **best** repetition (least time, most tps) and the median of sizes
+  and WAL volumes. Ratios are pmhash / hash and pmhash / btree: below 1 is better for times and sizes,
+  above 1 for tps.
+- **Build**: `CREATE INDEX` on the table holding only that index, after a `CHECKPOINT`, timed around
+  the statement from the client's side (commit included). **Size**: `pg_total_relation_size` of the
+  index, plus `file_bytes` of `pmhash_stats` for pmhash (its file; the main fork is one metapage).
+- **Probes**: `count(*), sum(t.id)` of a probe table of PROBES keys in random order joined to the
+  table, forced to a nested loop of index scans (hash/merge join, seqscan, bitmapscan, memoize off,
+  jit off, no parallel workers); absent keys are random keys checked not to be in the table. Time per
+  probe = statement time / probes, including the probe table's scan and, for present keys, the heap
+  fetch. One untimed warm-up pass first; row counts and id sums are checked against a hash join.
+- **Insert**: one `INSERT ... SELECT` of INSERT_ROWS new random keys (autocommit, commit included)
+  into the table that has the index (built after a checkpoint, so no full-page images of the index),
+  timed per row; WAL bytes per row from `pg_current_wal_insert_lsn()` before and after. "Index share"
+  subtracts the same insert into the table without any index. Afterwards the inserted keys are
+  probed through the index and checked; the rows are then deleted and the table vacuumed.
+- **AM level**: `pmhash_bench_probe(index, keys, loops)` (test/bench/am/): one index scan, an
+  `index_rescan` with an equality scan key per key and `index_getnext_tid` until done; no heap access,
+  no executor. All three indexes exist at once; times are ns per probe over AM_LOOPS passes.
+- **pgbench**: `pgbench_accounts_pkey` dropped and `aid` indexed USING each AM in turn (other tables
+  keep their keys); before each run history truncated, tables vacuumed, `CHECKPOINT`; `pgbench -n
+  [-S] -c C -j C -T PGBENCH_SECONDS` with the default (simple) protocol unless PGBENCH_OPTS says
+  otherwise; tps without initial connection time.
+- **spread %**: for timings and tps, the largest relative spread (max / min - 1) of one AM's
+  repetitions of that figure; it shows how much noise the best-of figure was picked from.
+- The machine is shared: load averages are recorded above; other sessions' tests may have run
+  concurrently, so differences within the spread are noise."""
+
+
+def main():
+    out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "out")
+    data = read_raw(os.path.join(out, "raw.csv"))
+    meta = read_meta(os.path.join(out, "meta.txt"))
+    rows, kept = build_rows(data)
+    rows += core_rows(os.path.join(out, "core.csv"))
+
+    with open(os.path.join(out, "results.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        keys = ["section", "dataset", "key", "metric", "unit", "better", "pmhash", "hash", "btree",
+                "pmhash_hash", "pmhash_btree", "spread", "floor", "result"]
+        w.writerow(keys)
+        for r in rows:
+            w.writerow(["" if r[k] is None else ("%.6g" % r[k] if isinstance(r[k], float) else r[k])
+                        for k in keys])
+
+    passed = sum(1 for r in rows if r["result"] == "PASS" and r["section"] != "core")
+    failed = [r for r in rows if r["result"] == "FAIL" and r["section"] != "core"]
+    core_checks = [r["result"] for r in rows if r["section"] == "core" and r["result"]]
+    baseline = []
+    for (s, ds, am, m), v in kept.items():
+        if am == "none":
+            baseline.append("%s %s %s" % (ds, m, fmt(v)))
+    summary = "floors: %d PASS, %d FAIL" % (passed, len(failed))
+    if core_checks:
+        summary += "; core benchmark checks: %d PASS, %d FAIL" % (core_checks.count("PASS"),
+                                                                 core_checks.count("FAIL"))
+
+    md = ["# pmhash benchmark: pmhash vs hash vs btree", ""]
+    for k in ("started", "runtime_s", "commit", "machine", "is_pmem", "parameters", "settings"):
+        if k in meta:
+            md.append("- %s: `%s`" % (k, meta[k]))
+    md.append("- load averages (1, 5, 15 min) when each part started: " +
+              "; ".join("%s `%s`" % (k[5:], v) for k, v in meta.items() if k.startswith("load_")))
+    if baseline:
+        md.append("- insert into the table without any index (baseline of the index shares): " +
+                  ", ".join(baseline))
+    md += ["", "## Results", "", md_table(rows), "", "**%s**" % summary, ""]
+    if failed:
+        md.append("Failed floors:")
+        md.append("")
+        for r in failed:
+            md.append("- %s %s %s: pmhash %s, hash %s, btree %s (pmhash/hash %s, pmhash/btree %s; floor %s)" % (
+                r["section"], r["dataset"], r["metric"], fmt(r["pmhash"]), fmt(r["hash"]), fmt(r["btree"]),
+                fmt(r["pmhash_hash"]), fmt(r["pmhash_btree"]), r["floor"]))
+        md.append("")
+    md += ["## Method", "", method_notes(meta), ""]
+    with open(os.path.join(out, "results.md"), "w") as f:
+        f.write("\n".join(md))
+
+    print()
+    print("== results (best of repetitions; ratios pmhash/hash, pmhash/btree)")
+    for k, v in meta.items():
+        if k.startswith("load_") or k in ("is_pmem", "parameters", "commit"):
+            print("   %s: %s" % (k, v))
+    if baseline:
+        print("   no-index insert baseline: " + ", ".join(baseline))
+    print()
+    print(text_table(rows))
+    print()
+    print(summary)
+    for r in failed:
+        print("   FAIL %s %s %s (floor %s)" % (r["section"], r["dataset"], r["metric"], r["floor"]))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,323 @@
+#!/usr/bin/env bash
+# test/bench/run.sh: pmhash against PostgreSQL's hash and btree indexes, side
+# by side, in one cluster and one run.
+#
+# Installs what it needs (common.sh's packages and python3-matplotlib), builds
+# and installs pmhash and the helper extension of test/bench/am/, starts a
+# throwaway cluster with its pmhash files on /dev/shm (PMEM_IS_PMEM_FORCE=1),
+# and measures, for each AM in turn:
+#   SQL level, for each data set (1M and 10M random int8 keys, 1M md5 text
+#     keys): build time, size, nested-loop probes of present and of absent
+#     keys, and inserts into the indexed table (time and WAL per row);
+#   AM level: equality probes through the index AM API (pmhash_bench_probe);
+#   pgbench select-only and TPC-B-like runs with pgbench_accounts.aid indexed
+#     by the AM, at each scale and client count.
+# Timed SQL- and AM-level measurements are repeated REPS times, the AM order
+# rotated each time, and the best is kept; likewise pgbench, PGBENCH_REPS times.
+# Then it stops the cluster, runs test/bench/core/run.sh if present (unless
+# SKIP_CORE is set; its test/bench/out/core.csv joins the table), and writes
+# test/bench/out/: results.md, results.csv, bench.png, raw.csv (every
+# measurement), meta.txt, run.log, server.log and the pgbench logs.  Floors
+# that fail are reported, not turned into an exit status; errors exit non-zero.
+#
+#   bash test/bench/run.sh            full run (about 25 minutes on 2 cores,
+#                                     3 more for the core benchmark)
+#   QUICK=1 bash test/bench/run.sh    smoke test: 1M keys, scale 20, short runs
+#
+# Settings (environment; QUICK=1 changes the defaults shown in brackets):
+#   DATASETS         data sets, <i|t><rows>: i = int8, t = md5 text
+#                    ("i1m i10m t1m" [i1m t1m])
+#   REPS             repetitions of each timed SQL/AM measurement (3 [1])
+#   PROBES           keys per probe table (200000 [20000])
+#   INSERT_ROWS      rows inserted in the insert test (200000 [20000])
+#   AM_LOOPS         passes over the probe keys per AM-level timing (5 [2])
+#   PGBENCH_SCALES   pgbench scales ("20 100" [20])
+#   PGBENCH_CLIENTS  client counts ("1 2")
+#   PGBENCH_SECONDS  duration of each pgbench run (20 [5])
+#   PGBENCH_REPS     repetitions of each pgbench run (2 [1])
+#   PGBENCH_OPTS     extra pgbench options, e.g. "-M prepared" (none)
+#   SHARED_BUFFERS   shared_buffers of the cluster (2GB)
+#   SKIP_CORE        set to skip test/bench/core/run.sh
+set -u
+source "$(dirname "$0")/../lib/common.sh"
+cd "$REPO"
+
+BENCH=$REPO/test/bench
+PYTHON=/usr/bin/python3  # Debian's, where python3-matplotlib installs
+SQL=$BENCH/sql
+OUT=$BENCH/out
+RAW=$OUT/raw.csv
+META=$OUT/meta.txt
+AMS="pmhash hash btree"
+if [ -n "${QUICK:-}" ]; then
+	DATASETS=${DATASETS:-"i1m t1m"}
+	REPS=${REPS:-1}
+	PROBES=${PROBES:-20000}
+	INSERT_ROWS=${INSERT_ROWS:-20000}
+	AM_LOOPS=${AM_LOOPS:-2}
+	PGBENCH_SCALES=${PGBENCH_SCALES:-20}
+	PGBENCH_SECONDS=${PGBENCH_SECONDS:-5}
+	PGBENCH_REPS=${PGBENCH_REPS:-1}
+fi
+DATASETS=${DATASETS:-"i1m i10m t1m"}
+REPS=${REPS:-3}
+PROBES=${PROBES:-200000}
+INSERT_ROWS=${INSERT_ROWS:-200000}
+AM_LOOPS=${AM_LOOPS:-5}
+PGBENCH_SCALES=${PGBENCH_SCALES:-"20 100"}
+PGBENCH_CLIENTS=${PGBENCH_CLIENTS:-"1 2"}
+PGBENCH_SECONDS=${PGBENCH_SECONDS:-20}
+PGBENCH_REPS=${PGBENCH_REPS:-2}
+PGBENCH_OPTS=${PGBENCH_OPTS:-}
+SHARED_BUFFERS=${SHARED_BUFFERS:-2GB}
+WORK=""
+REP=0
+
+# Stop with an error message; the exit trap stops the cluster.
+die() {
+	echo "ERROR: $*" >&2
+	exit 1
+}
+
+# Stop the cluster and remove its directory, if this script started one.
+cleanup() {
+	if [ -n "$WORK" ]; then
+		stop_cluster
+		cp "$WORK/server.log" "$OUT/server.log" 2>/dev/null
+		as_root rm -rf "$WORK"
+		WORK=""
+	fi
+}
+
+# Append "key=value" to the run's metadata.
+meta() {
+	echo "$1=$2" >>"$META"
+}
+
+# Record the load averages at point $1 in the metadata and on stdout.
+record_load() {
+	local load
+	load=$(uptime | sed 's/.*load average: //')
+	meta "load_$1" "$load"
+	echo "== load averages ($1): $load"
+}
+
+# psql on the benchmark database: unaligned, quiet, stop at the first error.
+bpsql() {
+	psql -XAtq -v ON_ERROR_STOP=1 -d bench "$@"
+}
+
+# Run SQL file $4 with extra psql arguments $5...; record its "RESULT metric
+# value" lines as section $1, data set $2, AM $3, repetition $REP, and show
+# them and its "INFO ..." lines.
+measure() {
+	local section=$1 ds=$2 am=$3 file=$4 out tag metric value shown=""
+	shift 4
+	out=$(bpsql -v ds="$ds" -v am="$am" "$@" -f "$SQL/$file") ||
+		die "$file failed (section $section, data set $ds, AM $am, repetition $REP)"
+	while read -r tag metric value; do
+		case $tag in
+			RESULT)
+				echo "$section,$ds,$am,$metric,$REP,$value" >>"$RAW"
+				shown="$shown $metric=$(printf '%.4g' "$value")"
+				;;
+			INFO) echo "   $metric $value" ;;
+		esac
+	done <<<"$out"
+	[ -n "$shown" ] && printf '   %-6s %-6s %-7s rep %s:%s\n' "$section" "$ds" "$am" "$REP" "$shown"
+	return 0
+}
+
+# The words of $2 rotated left by ($1 - 1): the AM order of repetition $1.
+rotation() {
+	local -a words
+	read -r -a words <<<"$2"
+	local r=$((($1 - 1) % ${#words[@]}))
+	echo "${words[*]:r} ${words[*]:0:r}"
+}
+
+# Set N, KEYTYPE, KEYEXPR and ABSENTEXPR for data set $1 (<i|t><rows>, rows
+# like 100k, 1m, 10m).
+dataset_params() {
+	local size=${1:1} mult=1
+	case $size in
+		*k) mult=1000 ;;
+		*m) mult=1000000 ;;
+	esac
+	N=$((${size%[km]} * mult))
+	case $1 in
+		i*)
+			KEYTYPE=int8
+			KEYEXPR="((random() - 0.5) * 1.8e19)::int8"
+			ABSENTEXPR=$KEYEXPR
+			;;
+		t*)
+			KEYTYPE=text
+			KEYEXPR="md5(random()::text)"
+			ABSENTEXPR="md5('absent' || random()::text)"
+			;;
+		*) die "unknown data set $1" ;;
+	esac
+}
+
+# One repetition of the SQL-level measurements of AM $2 on data set $1: build,
+# probes, inserts; AM "none" times the inserts into the table without index.
+sql_level_one() {
+	local ds=$1 am=$2 idx=bidx_$1 verify=off checkpoint=off
+	if [ "$am" = none ]; then
+		idx=none
+		checkpoint=on
+	else
+		measure sql "$ds" "$am" build.sql -v idx="$idx"
+		measure sql "$ds" "$am" probe.sql -v idx="$idx"
+	fi
+	if [ "$am" = pmhash ] && [ "$REP" = 1 ]; then
+		verify=on
+	fi
+	measure sql "$ds" "$am" insert.sql -v idx="$idx" -v n="$N" -v m="$INSERT_ROWS" \
+		-v verify="$verify" -v checkpoint="$checkpoint"
+}
+
+# All measurements of data set $1: load it, SQL level REPS times over the
+# AMs (and the index-less insert), AM level REPS times, then drop it.
+run_dataset() {
+	local ds=$1 start=$SECONDS am
+	dataset_params "$ds"
+	record_load "$ds"
+	echo "== data set $ds: loading"
+	REP=0
+	measure sql "$ds" - dataset.sql -v n="$N" -v m="$INSERT_ROWS" -v p="$PROBES" \
+		-v keytype="$KEYTYPE" -v keyexpr="$KEYEXPR" -v absentexpr="$ABSENTEXPR"
+	echo "== data set $ds: SQL level"
+	for REP in $(seq 1 "$REPS"); do
+		for am in $(rotation "$REP" "$AMS none"); do
+			sql_level_one "$ds" "$am"
+		done
+	done
+	echo "== data set $ds: AM level"
+	for am in $AMS; do
+		bpsql -c "CREATE INDEX amidx_${am}_$ds ON t_$ds USING $am (k)" || die "CREATE INDEX failed"
+	done
+	for REP in $(seq 1 "$REPS"); do
+		for am in $(rotation "$REP" "$AMS"); do
+			measure am "$ds" "$am" am.sql -v idx="amidx_${am}_$ds" -v loops="$AM_LOOPS"
+		done
+	done
+	bpsql -c "DROP TABLE t_$ds, ins_$ds, pp_$ds, pa_$ds, expect_$ds" || die "DROP TABLE failed"
+	echo "== data set $ds done in $((SECONDS - start)) s"
+}
+
+# One pgbench run: mode $1 (select or tpcb) with $2 clients; records its tps
+# as metric <mode>_c<clients> of data set scale$SCALE and AM $3.
+pgbench_one() {
+	local mode=$1 clients=$2 am=$3 log tps opt=""
+	log=$OUT/pgbench-scale$SCALE-$am-$mode-c$clients-rep$REP.log
+	[ "$mode" = select ] && opt=-S
+	bpsql -f "$SQL/pgb_reset.sql" || die "pgb_reset.sql failed"
+	# shellcheck disable=SC2086
+	"$PG_BIN/pgbench" -n $opt -c "$clients" -j "$clients" -T "$PGBENCH_SECONDS" $PGBENCH_OPTS \
+		bench >"$log" 2>&1 || { cat "$log"; die "pgbench failed"; }
+	tps=$(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' "$log")
+	[ -n "$tps" ] || { cat "$log"; die "no tps in pgbench output"; }
+	echo "pgbench,scale$SCALE,$am,${mode}_c$clients,$REP,$tps" >>"$RAW"
+	printf '   pgbench scale%-4s %-7s rep %s: %s_c%s tps=%s\n' "$SCALE" "$am" "$REP" "$mode" "$clients" "$tps"
+}
+
+# pgbench at scale $1: initialize, then for each repetition and AM index
+# pgbench_accounts.aid with the AM and run every mode and client count.
+run_pgbench() {
+	local start=$SECONDS am mode clients
+	SCALE=$1
+	record_load "scale$SCALE"
+	echo "== pgbench scale $SCALE: initializing"
+	"$PG_BIN/pgbench" -i -q -s "$SCALE" bench >"$OUT/pgbench-init-scale$SCALE.log" 2>&1 ||
+		{ cat "$OUT/pgbench-init-scale$SCALE.log"; die "pgbench -i failed"; }
+	bpsql -f "$SQL/pgb_prepare.sql" || die "pgb_prepare.sql failed"
+	for REP in $(seq 1 "$PGBENCH_REPS"); do
+		for am in $(rotation "$REP" "$AMS"); do
+			measure pgbench "scale$SCALE" "$am" pgb_index.sql
+			for mode in select tpcb; do
+				for clients in $PGBENCH_CLIENTS; do
+					pgbench_one "$mode" "$clients" "$am"
+				done
+			done
+		done
+	done
+	bpsql -c "DROP INDEX pgb_aid" || die "DROP INDEX failed"
+	echo "== pgbench scale $SCALE done in $((SECONDS - start)) s"
+}
+
+# Build and install the pmhash_bench helper extension of test/bench/am/.
+build_bench_extension() {
+	echo "== building test/bench/am (pmhash_bench)"
+	make -C "$BENCH/am" -s clean
+	make -C "$BENCH/am" -s PG_CFLAGS="-Wall -Wextra -Werror -Wno-unused-parameter" ||
+		die "building test/bench/am failed"
+	as_root make -C "$BENCH/am" -s install >/dev/null || die "installing test/bench/am failed"
+}
+
+# Start the benchmark cluster and create the benchmark database.
+start_bench_cluster() {
+	WORK=$(mktemp -d /tmp/pmhash-bench-XXXXXX)
+	start_cluster "$WORK" pmem \
+		"shared_buffers = $SHARED_BUFFERS" \
+		"max_wal_size = 4GB" \
+		"min_wal_size = 1GB" \
+		"checkpoint_timeout = 30min" \
+		"maintenance_work_mem = 1GB" \
+		"jit = off" \
+		"log_checkpoints = on" || die "the cluster did not start (see $WORK/server.log)"
+	psql -XAtq -v ON_ERROR_STOP=1 -c "CREATE DATABASE bench" || die "CREATE DATABASE failed"
+	bpsql -f "$SQL/setup.sql" || die "setup.sql failed"
+	meta settings "$(psql -XAt -d bench -c "SELECT string_agg(name || '=' || current_setting(name), ' ')
+		FROM pg_settings WHERE name IN ('shared_buffers', 'max_wal_size', 'checkpoint_timeout',
+		'maintenance_work_mem', 'max_parallel_maintenance_workers', 'jit', 'fsync',
+		'synchronous_commit', 'wal_level', 'full_page_writes', 'pmhash.directory')")"
+	meta is_pmem "$(bpsql -c "CREATE TEMP TABLE x (k int); CREATE INDEX ON x USING pmhash (k);
+		SELECT is_pmem FROM pmhash_stats('x_k_idx')")"
+}
+
+# Run the core benchmark of test/bench/core/, if it exists and SKIP_CORE is unset.
+run_core() {
+	if [ -n "${SKIP_CORE:-}" ] || [ ! -f "$BENCH/core/run.sh" ]; then
+		return 0
+	fi
+	echo "== core benchmark: bash test/bench/core/run.sh test/bench/out/core.csv"
+	bash "$BENCH/core/run.sh" "$OUT/core.csv" || die "test/bench/core/run.sh failed"
+}
+
+# The whole benchmark.
+main() {
+	local start=$SECONDS ds scale
+	mkdir -p "$OUT"
+	rm -f "$OUT"/pgbench-*.log "$OUT/results.md" "$OUT/results.csv" "$OUT/bench.png"
+	exec > >(tee "$OUT/run.log") 2>&1
+	echo "section,dataset,am,metric,rep,value" >"$RAW"
+	: >"$META"
+	meta started "$(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+	meta commit "$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)$(git -C "$REPO" diff --quiet HEAD -- src 2>/dev/null || echo ' (src modified)')"
+	meta machine "$(nproc) cores, $(free -g | awk '/^Mem:/ { print $2 }') GB RAM, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)"
+	meta parameters "DATASETS='$DATASETS' REPS=$REPS PROBES=$PROBES INSERT_ROWS=$INSERT_ROWS AM_LOOPS=$AM_LOOPS PGBENCH_SCALES='$PGBENCH_SCALES' PGBENCH_CLIENTS='$PGBENCH_CLIENTS' PGBENCH_SECONDS=$PGBENCH_SECONDS PGBENCH_REPS=$PGBENCH_REPS PGBENCH_OPTS='$PGBENCH_OPTS'"
+	PACKAGES="$PACKAGES python3-matplotlib"
+	install_packages
+	build_install "" || die "building pmhash failed"
+	build_bench_extension
+	trap cleanup EXIT
+	record_load start
+	start_bench_cluster
+	for ds in $DATASETS; do
+		run_dataset "$ds"
+	done
+	for scale in $PGBENCH_SCALES; do
+		run_pgbench "$scale"
+	done
+	record_load end
+	cleanup
+	run_core
+	meta runtime_s $((SECONDS - start))
+	"$PYTHON" "$BENCH/report.py" "$OUT" || die "report.py failed"
+	"$PYTHON" "$BENCH/plot.py" "$OUT/results.csv" "$OUT/bench.png" || die "plot.py failed"
+	echo "== total runtime $((SECONDS - start)) s; results in test/bench/out/ (results.md, results.csv, bench.png)"
+}
+
+main "$@"
