@@ -56,7 +56,14 @@ typedef struct PmhShared
 
 static PmhShared *shared = NULL;
 static PmhExtent *pool_extents;
-static pg_atomic_uint64 *announce;
+/* one announcement cell per process, each on a cache line of its own */
+typedef union AnnounceCell
+{
+	pg_atomic_uint64 epoch;
+	char		pad[PG_CACHE_LINE_SIZE];
+} AnnounceCell;
+
+static AnnounceCell *announce;
 static PmhSlot *slots;
 static char *pool;
 static LWLockPadded *locks;
@@ -84,7 +91,7 @@ shmem_size(void)
 	Size		size = MAXALIGN(sizeof(PmhShared));
 
 	size = add_size(size, MAXALIGN(mul_size(pmhash_max_indexes + 1, sizeof(PmhExtent))));
-	size = add_size(size, MAXALIGN(mul_size(proc_count(), sizeof(pg_atomic_uint64))));
+	size = add_size(size, PG_CACHE_LINE_SIZE + mul_size(proc_count(), sizeof(AnnounceCell)));
 	size = add_size(size, MAXALIGN(mul_size(pmhash_max_indexes, sizeof(PmhSlot))));
 	size = add_size(size, POOL_UNIT);
 	size = add_size(size, pool_size());
@@ -111,8 +118,8 @@ pmh_shmem_startup(void)
 	p = (char *) shared + MAXALIGN(sizeof(PmhShared));
 	pool_extents = (PmhExtent *) p;
 	p += MAXALIGN(mul_size(pmhash_max_indexes + 1, sizeof(PmhExtent)));
-	announce = (pg_atomic_uint64 *) p;
-	p += MAXALIGN(mul_size(proc_count(), sizeof(pg_atomic_uint64)));
+	announce = (AnnounceCell *) TYPEALIGN(PG_CACHE_LINE_SIZE, p);
+	p = (char *) announce + mul_size(proc_count(), sizeof(AnnounceCell));
 	slots = (PmhSlot *) p;
 	p += MAXALIGN(mul_size(pmhash_max_indexes, sizeof(PmhSlot)));
 	pool = (char *) TYPEALIGN(POOL_UNIT, p);
@@ -126,7 +133,7 @@ pmh_shmem_startup(void)
 		shared->nslots = pmhash_max_indexes;
 		shared->nprocs = proc_count();
 		for (int i = 0; i < shared->nprocs; i++)
-			pg_atomic_init_u64(&announce[i], 0);
+			pg_atomic_init_u64(&announce[i].epoch, 0);
 		memset(slots, 0, mul_size(pmhash_max_indexes, sizeof(PmhSlot)));
 		for (int i = 0; i < shared->nslots; i++)
 		{
@@ -179,8 +186,9 @@ pmh_enter(void)
 		pmhash_check_preloaded();
 	if (enter_depth++ > 0)
 		return;
-	pg_atomic_write_u64(&announce[MyProc->pgprocno], pg_atomic_read_u64(&shared->epoch));
-	pg_memory_barrier();
+	/* an exchange is a full barrier, and cheaper than a store and a fence */
+	(void) pg_atomic_exchange_u64(&announce[MyProc->pgprocno].epoch,
+								  pg_atomic_read_u64(&shared->epoch));
 }
 
 /* Clear this backend's announcement after the reads it protected. */
@@ -192,7 +200,7 @@ clear_announcement(void)
 	 * clearing store.  A full barrier here would wait for every pending
 	 * cache-line flush as well.
 	 */
-	__atomic_store_n(&announce[MyProc->pgprocno].value, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&announce[MyProc->pgprocno].epoch.value, 0, __ATOMIC_RELEASE);
 }
 
 /* End of an announced section. */
@@ -242,7 +250,7 @@ pmh_readers_done(uint64 epoch)
 
 		if (MyProc && i == MyProc->pgprocno)
 			continue;
-		seen = pg_atomic_read_u64(&announce[i]);
+		seen = pg_atomic_read_u64(&announce[i].epoch);
 		if (seen != 0 && seen < epoch)
 			return false;
 	}
