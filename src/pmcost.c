@@ -7,7 +7,10 @@
  * estimator.  The access cost differs from an 8 kB-page index: a probe
  * reads one 256-byte bucket of a mapped file per 22 matches (posting
  * chains are denser still), so it is charged as that fraction of a random
- * page, plus CPU per returned entry.
+ * page, plus CPU per returned entry.  Repeated probes (the inner side of a
+ * nested loop) are charged as genericcostestimate charges them for other
+ * indexes: the pages the whole loop fetches from a file of the index's
+ * estimated size, with caching, spread over the loops.
  *
  * Copyright (c) 2026, pmhash developers
  *
@@ -17,6 +20,8 @@
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
+
+#include <math.h>
 
 #include "optimizer/cost.h"
 #include "optimizer/optimizer.h"
@@ -34,16 +39,26 @@ pmhashcostestimate(PlannerInfo *root, IndexPath *path, double loop_count,
 {
 	GenericCosts costs;
 	double		random_page_cost;
-	double		buckets;
+	double		probe_pages;
+	double		file_pages;
+	double		io_cost;
 
 	MemSet(&costs, 0, sizeof(costs));
 	genericcostestimate(root, path, loop_count, &costs);
 	get_tablespace_page_costs(path->indexinfo->reltablespace, &random_page_cost, NULL);
 
-	buckets = 1.0 + costs.numIndexTuples / PMH_BUCKET_SLOTS;
+	probe_pages = (1.0 + costs.numIndexTuples / PMH_BUCKET_SLOTS) * PMH_UNIT_SIZE / BLCKSZ;
+	io_cost = probe_pages * random_page_cost;
+	if (loop_count > 1)
+	{
+		file_pages = Max(1.0, ceil(path->indexinfo->tuples * PMH_UNIT_SIZE /
+								   (PMH_BUCKET_SLOTS * PMH_BUILD_FILL) / BLCKSZ));
+		io_cost = Min(io_cost,
+					  index_pages_fetched(probe_pages * loop_count, (BlockNumber) file_pages,
+										  file_pages, root) * random_page_cost / loop_count);
+	}
 	*indexStartupCost = costs.indexStartupCost;
-	*indexTotalCost = costs.indexStartupCost +
-		buckets * random_page_cost * ((double) PMH_UNIT_SIZE / BLCKSZ) +
+	*indexTotalCost = costs.indexStartupCost + io_cost +
 		costs.numIndexTuples * (cpu_index_tuple_cost + cpu_operator_cost);
 	*indexSelectivity = costs.indexSelectivity;
 	*indexCorrelation = costs.indexCorrelation;

@@ -1,9 +1,11 @@
 -- test/pgtap/plans.sql: what the planner does with a pmhash index that is
 -- the only index on its column: used for col = const (index and bitmap
 -- scans, cross-type constants, = ANY), never for ranges, IS NULL, ordering
--- or index-only scans, and not for a key that matches half the table.
+-- or index-only scans, and not for a key that matches half the table; and
+-- preferred to hash and btree indexes on the same column, alone and as the
+-- inner side of a nested loop.
 BEGIN;
-SELECT plan(15);
+SELECT plan(17);
 
 CREATE TABLE pl (id int, k int8, s text, f float8);
 INSERT INTO pl
@@ -65,6 +67,19 @@ RESET enable_seqscan;
 SELECT results_eq($$SELECT node FROM pg_temp.scans('SELECT * FROM pl WHERE k = -1')$$,
 	$$VALUES ('Seq Scan')$$,
 	'a key matching half of the rows is read with a Seq Scan');
+
+-- with a hash and a btree index on the same column, pmhash is preferred
+CREATE INDEX pl_k_hash ON pl USING hash (k);
+CREATE INDEX pl_k_btree ON pl (k);
+CREATE TABLE probes AS SELECT (random() * 10000)::int8 AS k FROM generate_series(1, 5000);
+ANALYZE pl, probes;
+SELECT is(pg_temp.indexes_used('SELECT * FROM pl WHERE k = 42'), 'pl_k',
+	'k = const prefers pmhash to hash and btree');
+SET LOCAL enable_hashjoin = off;
+SET LOCAL enable_mergejoin = off;
+SET LOCAL enable_memoize = off;
+SELECT is(pg_temp.indexes_used('SELECT count(*) FROM probes p JOIN pl ON pl.k = p.k'), 'pl_k',
+	'the inner side of a nested loop prefers pmhash to hash and btree');
 
 SELECT * FROM finish();
 ROLLBACK;
