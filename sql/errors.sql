@@ -43,14 +43,16 @@ SELECT er_error($$CREATE UNIQUE INDEX er_bad ON er_t USING pmhash (k)$$) AS uniq
 SELECT er_files_match();
 
 --
--- Reloptions: shards must be a power of two between 1 and 65536, or 0
+-- Reloptions: shards must be a power of two between 1 and 65536, or 0;
+-- fillfactor between 10 and 100
 --
 CREATE INDEX er_bad ON er_t USING pmhash (k) WITH (shards = 3);
 CREATE INDEX er_bad ON er_t USING pmhash (k) WITH (shards = -1);
 CREATE INDEX er_bad ON er_t USING pmhash (k) WITH (shards = 131072);
 CREATE INDEX er_bad ON er_t USING pmhash (k) WITH (shards = 'many');
 CREATE INDEX er_bad ON er_t USING pmhash (k) WITH (buckets = 16);
-CREATE INDEX er_bad ON er_t USING pmhash (k) WITH (fillfactor = 50);
+CREATE INDEX er_bad ON er_t USING pmhash (k) WITH (fillfactor = 9);
+CREATE INDEX er_bad ON er_t USING pmhash (k) WITH (fillfactor = 101);
 SELECT er_error($$CREATE INDEX er_bad ON er_t USING pmhash (k) WITH (shards = 3)$$) AS not_power_of_two,
        er_error($$CREATE INDEX er_bad ON er_t USING pmhash (k) WITH (shards = 131072)$$) AS too_many;
 -- ALTER INDEX checks the same way and leaves the index as it was
@@ -65,6 +67,17 @@ CREATE INDEX er_s0 ON er_t USING pmhash (k) WITH (shards = 0);
 SELECT s.shards, s.entries FROM unnest('{er_s1,er_s65536,er_s0}'::regclass[]) WITH ORDINALITY AS i(idx, n),
   LATERAL pmhash_stats(i.idx) s ORDER BY i.n;
 DROP INDEX er_s1, er_s65536, er_s0;
+-- a build fills that share of the bucket slots, at most 88%; 75% by default
+CREATE TABLE er_ff AS SELECT g AS k FROM generate_series(1, 50000) g;
+CREATE INDEX er_ff10 ON er_ff USING pmhash (k) WITH (fillfactor = 10);
+CREATE INDEX er_ff50 ON er_ff USING pmhash (k) WITH (fillfactor = 50);
+CREATE INDEX er_ff100 ON er_ff USING pmhash (k) WITH (fillfactor = 100);
+CREATE INDEX er_ffdefault ON er_ff USING pmhash (k);
+SELECT i.idx, round(s.fill::numeric, 2) AS fill, s.entries
+  FROM unnest('{er_ff10,er_ff50,er_ff100,er_ffdefault}'::regclass[]) WITH ORDINALITY AS i(idx, n),
+  LATERAL pmhash_stats(i.idx) s ORDER BY i.n;
+SELECT count(*) FROM er_ff WHERE k IN (1, 25000, 50000, 50001);
+DROP TABLE er_ff;
 
 --
 -- Exclusion constraints: pmhash can enforce "k WITH =" through rechecks

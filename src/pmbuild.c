@@ -56,6 +56,16 @@ typedef struct BuildState
 	double		index_tuples;
 } BuildState;
 
+/* The bucket fill of a build: the fillfactor, leaving room before growth. */
+double
+pmh_build_fill(Relation index)
+{
+	PmhashOptions *opts = (PmhashOptions *) index->rd_options;
+	int			fillfactor = opts ? opts->fillfactor : PMHASH_DEFAULT_FILLFACTOR;
+
+	return Min(fillfactor / 100.0, PMH_MAX_BUILD_FILL);
+}
+
 /* Shard bits for an index: from the reloption, else from the entry count. */
 static uint32
 choose_shard_bits(Relation index, double entries)
@@ -118,7 +128,7 @@ flush_batch(BuildState *bs)
 		if (desc == 0 || count > state->counts.entries / 4)
 		{
 			st = pmh_table_rebuild(&ix->table, s, desc, parted + from, count, 0,
-								   PMH_BUILD_FILL, 0, &state->counts);
+								   pmh_build_fill(bs->index), 0, &state->counts);
 			LWLockRelease(lock);
 		}
 		else

@@ -52,7 +52,7 @@ pmhashcostestimate(PlannerInfo *root, IndexPath *path, double loop_count,
 	if (loop_count > 1)
 	{
 		file_pages = Max(1.0, ceil(path->indexinfo->tuples * PMH_UNIT_SIZE /
-								   (PMH_BUCKET_SLOTS * PMH_BUILD_FILL) / BLCKSZ));
+								   (PMH_BUCKET_SLOTS * PMHASH_DEFAULT_FILLFACTOR / 100.0) / BLCKSZ));
 		io_cost = Min(io_cost,
 					  index_pages_fetched(probe_pages * loop_count, (BlockNumber) file_pages,
 										  file_pages, root) * random_page_cost / loop_count);

@@ -125,6 +125,9 @@ _PG_init(void)
 	add_int_reloption(pmhash_relopt_kind, "shards",
 					  "Number of shards (a power of two; 0 chooses from the table size)",
 					  0, 0, PMHASH_MAX_SHARDS, AccessExclusiveLock);
+	add_int_reloption(pmhash_relopt_kind, "fillfactor",
+					  "Percentage of bucket slots that index builds fill (at most 88 take effect)",
+					  PMHASH_DEFAULT_FILLFACTOR, PMHASH_MIN_FILLFACTOR, 100, ShareUpdateExclusiveLock);
 
 	if (!process_shared_preload_libraries_in_progress)
 		return;
@@ -161,6 +164,7 @@ pmhashoptions(Datum reloptions, bool validate)
 {
 	static const relopt_parse_elt tab[] = {
 		{"shards", RELOPT_TYPE_INT, offsetof(PmhashOptions, shards)},
+		{"fillfactor", RELOPT_TYPE_INT, offsetof(PmhashOptions, fillfactor)},
 	};
 	PmhashOptions *opts;
 

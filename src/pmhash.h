@@ -59,7 +59,11 @@ typedef struct PmhashOptions
 {
 	int32		vl_len_;		/* varlena header (do not touch directly!) */
 	int			shards;			/* 0: chosen from the table's size */
+	int			fillfactor;		/* percent of bucket slots a build fills */
 } PmhashOptions;
+
+#define PMHASH_DEFAULT_FILLFACTOR	75	/* as for hash indexes */
+#define PMHASH_MIN_FILLFACTOR		10
 
 #define PMHASH_MAX_SHARDS		(1 << PMH_MAX_SHARD_BITS)
 #define PMHASH_MAX_RETIRED		32
@@ -241,6 +245,7 @@ extern void pmh_mark_needs_rebuild(const RelFileNode *node);
 
 /* pmbuild.c */
 extern void pmh_auto_rebuild(Relation index);
+extern double pmh_build_fill(Relation index);
 
 /* pmutility.c */
 extern void pmh_utility_init(void);

@@ -25,7 +25,7 @@
 /* Tuning of the table; the rationale is in the README's design section. */
 #define PMH_MAX_PROBE			8		/* buckets an insert may extend a run */
 #define PMH_CHAIN_THRESHOLD		16		/* more copies of a hash go to a chain */
-#define PMH_BUILD_FILL			0.82	/* bucket fill after a bulk build */
+#define PMH_MAX_BUILD_FILL		0.88	/* bulk builds leave room before growth */
 #define PMH_GROW_FILL			0.90	/* fill that triggers growth */
 #define PMH_REBUILD_FILL		0.60	/* fill after growth or shrinking */
 #define PMH_SHRINK_FILL			0.20	/* fill below which a shard shrinks */

@@ -3,7 +3,7 @@
 -- result columns, entry counts, shard counts, bounds of the figures, the
 -- file path, and the "shards" reloption's validation.
 BEGIN;
-SELECT plan(25);
+SELECT plan(26);
 
 CREATE TABLE st (id int, k int8);
 INSERT INTO st
@@ -137,8 +137,10 @@ SELECT throws_ok('CREATE INDEX ON st USING pmhash (k) WITH (shards = -1)', '2202
 	'value -1 out of bounds for option "shards"', 'shards = -1 is rejected');
 SELECT throws_ok('ALTER INDEX st_one SET (shards = 6)', '22023',
 	'value 6 out of bounds for option "shards"', 'ALTER INDEX SET (shards = 6) is rejected');
-SELECT throws_ok('CREATE INDEX ON st USING pmhash (k) WITH (fillfactor = 50)', '22023',
-	'unrecognized parameter "fillfactor"', 'unknown reloptions are rejected');
+SELECT throws_ok('CREATE INDEX ON st USING pmhash (k) WITH (buckets = 50)', '22023',
+	'unrecognized parameter "buckets"', 'unknown reloptions are rejected');
+SELECT throws_ok('CREATE INDEX ON st USING pmhash (k) WITH (fillfactor = 5)', '22023',
+	'value 5 out of bounds for option "fillfactor"', 'fillfactor = 5 is rejected');
 
 SELECT * FROM finish();
 ROLLBACK;
