@@ -133,10 +133,9 @@ flush_batch(BuildState *bs)
 		}
 		else
 		{
-			/* a few more entries for a built shard: insert them one by one */
+			/* a few more entries for a built shard: insert them */
 			LWLockRelease(lock);
-			for (uint64 i = from; i < start[s]; i++)
-				pmh_insert_entry(bs->index, ix, parted[i].hash, (ItemPointer) &parted[i].tid);
+			pmh_insert_entries(bs->index, ix, parted + from, count);
 		}
 		if (st != PMH_OK)
 			ereport(ERROR,
