@@ -16,7 +16,6 @@ OBJS = \
 	src/pmfuncs.o \
 	src/pmhash.o \
 	src/pminsert.o \
-	src/pmqueue.o \
 	src/pmrecovery.o \
 	src/pmscan.o \
 	src/pmshard.o \

@@ -133,9 +133,10 @@ flush_batch(BuildState *bs)
 		}
 		else
 		{
-			/* a few more entries for a built shard: insert them */
+			/* a few more entries for a built shard: insert them one by one */
 			LWLockRelease(lock);
-			pmh_insert_entries(bs->index, ix, parted + from, count);
+			for (uint64 i = from; i < start[s]; i++)
+				pmh_insert_entry(bs->index, ix, parted[i].hash, (ItemPointer) &parted[i].tid);
 		}
 		if (st != PMH_OK)
 			ereport(ERROR,

@@ -234,12 +234,12 @@ xact_callback(XactEvent event, void *arg pg_attribute_unused())
 	switch (event)
 	{
 		case XACT_EVENT_PRE_COMMIT:
-			pmh_apply_queued_all();
+			pmh_flush_pending_all();
 			pmh_sync_all_dirty();
 			collect_commit_unlinks();
 			break;
 		case XACT_EVENT_PRE_PREPARE:
-			pmh_apply_queued_all();
+			pmh_flush_pending_all();
 			pmh_sync_all_dirty();
 			break;
 		case XACT_EVENT_COMMIT:
@@ -265,7 +265,7 @@ xact_callback(XactEvent event, void *arg pg_attribute_unused())
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
 			pmh_leave_all();
-			pmh_discard_queued_all();
+			pmh_discard_pending_all();
 			remove_created(InvalidSubTransactionId);
 			commit_unlinks = NIL;
 			sweep_at_commit = false;

@@ -171,7 +171,7 @@ pmh_drop_local(const PmhFileKey *key)
 	if (ix == NULL)
 		return;
 	unmap_local(ix);
-	ix->nqueued = 0;
+	ix->npending = 0;
 	ix->deferred = false;
 }
 
@@ -1008,16 +1008,18 @@ still_attached(PmhIndex *ix)
 }
 
 /*
- * This backend's state of an index's file, without mapping or announcing
- * anything (enough to queue an insert).
+ * Open an index for one operation: returns its local state with this
+ * backend announced as a reader.  The caller must pmh_leave() when done.
  */
 PmhIndex *
-pmh_local(Relation index)
+pmh_open(Relation index)
 {
 	PmhIndex  **cached = (PmhIndex **) index->rd_amcache;
 	PmhIndex   *ix = cached ? *cached : NULL;
 
 	pmhash_check_preloaded();
+	prune_locals();
+	pmh_fault_set_index(RelationGetRelationName(index));
 	if (ix == NULL || !RelFileNodeEquals(ix->node, index->rd_node) ||
 		ix->key.backend != index->rd_backend)
 	{
@@ -1036,21 +1038,6 @@ pmh_local(Relation index)
 	}
 	ix->logged = RelationNeedsWAL(index);
 	ix->node = index->rd_node;
-	return ix;
-}
-
-/*
- * Open an index for one operation: returns its local state with this
- * backend announced as a reader.  The caller must pmh_leave() when done.
- */
-PmhIndex *
-pmh_open(Relation index)
-{
-	PmhIndex   *ix;
-
-	prune_locals();
-	pmh_fault_set_index(RelationGetRelationName(index));
-	ix = pmh_local(index);
 	for (;;)
 	{
 		pmh_enter();

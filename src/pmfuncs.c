@@ -70,7 +70,6 @@ pmhash_stats(PG_FUNCTION_ARGS)
 
 	memset(&st, 0, sizeof(st));
 	ix = pmh_open(index);
-	pmh_apply_queued(index, ix);
 	nshards = UINT32_C(1) << ix->table.shard_bits;
 	for (uint32 s = 0; s < nshards; s++)
 	{
@@ -285,7 +284,6 @@ pmhash_verify(PG_FUNCTION_ARGS)
 	char		msg[256];
 
 	ix = pmh_open(index);
-	pmh_apply_queued(index, ix);
 	/* after pmh_open, which may have reset an unlogged index */
 	pmh_read_meta(index, &meta, NULL);
 	file_units = pg_atomic_read_u64(&ix->slot->file_units);

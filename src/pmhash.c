@@ -141,7 +141,6 @@ _PG_init(void)
 	prev_shmem_startup_hook = shmem_startup_hook;
 	shmem_startup_hook = pmhash_shmem_startup;
 	pmh_drop_init();
-	pmh_queue_init();
 	pmh_utility_init();
 	pmh_fault_init();
 	register_worker();

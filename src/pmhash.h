@@ -138,10 +138,9 @@ typedef struct PmhIndex
 	bool		deferred;		/* bulk build: flushes wait for the end */
 	bool		logged;			/* changes are WAL-logged (set by each open) */
 	bool		redo_dirty;		/* replay changed it since its last sync */
-	PmhEntry   *queued;			/* inserts not applied yet (pmqueue.c) */
-	uint32		nqueued;
-	SubTransactionId queued_subid;	/* the subtransaction they belong to */
-	Oid			queued_relid;	/* the index they were queued for */
+	PmhEntry   *pending;		/* inserted entries not yet WAL-logged */
+	uint32		npending;
+	XLogRecPtr	pending_since;	/* earliest stamp among them */
 	RelFileNode node;			/* full identity for WAL records */
 } PmhIndex;
 
@@ -191,7 +190,6 @@ extern void pmh_fault_set_index(const char *name);
 /* pmfile.c */
 extern void pmh_file_key(Relation index, PmhFileKey *key);
 extern void pmh_file_path(const PmhFileKey *key, char *path);
-extern PmhIndex *pmh_local(Relation index);
 extern PmhIndex *pmh_open(Relation index);
 extern PmhIndex *pmh_open_for_redo(const RelFileNode *node);
 extern PmhIndex *pmh_create(Relation index, uint32 shard_bits, bool deferred, bool transactional);
@@ -218,17 +216,12 @@ extern void pmh_drop_local(const PmhFileKey *key);
 extern void pmh_unlink_file(const char *path);
 extern void pmh_raise_damaged(Relation index, const char *detail) pg_attribute_noreturn();
 
-/* pmqueue.c */
-extern void pmh_queue_insert(Relation index, PmhIndex *ix, uint32 hash, ItemPointer tid);
-extern void pmh_apply_queued(Relation index, PmhIndex *ix);
-extern void pmh_apply_queued_all(void);
-extern void pmh_discard_queued_all(void);
-extern void pmh_queue_init(void);
-
 /* pmshard.c */
-#define PMH_INSERT_BATCH		256		/* entries per insert batch and INSERT record */
+#define PMH_INSERT_BATCH		256		/* entries per INSERT record at most */
+extern void pmh_flush_pending_all(void);
+extern void pmh_discard_pending_all(void);
 extern uint32 pmh_hash_datum(Relation index, Datum value);
-extern void pmh_insert_entries(Relation index, PmhIndex *ix, PmhEntry *entries, uint64 count);
+extern void pmh_insert_entry(Relation index, PmhIndex *ix, uint32 hash, ItemPointer tid);
 extern void pmh_lookup_entries(Relation index, PmhIndex *ix, Relation heap, uint32 hash,
 							   ItemPointer *tids, int *ntids, int *maxtids);
 extern void pmh_segment_of(PmhIndex *ix, uint64 desc, PmhSegment *seg);

@@ -12,16 +12,9 @@
  */
 #include "postgres.h"
 
-#include "utils/rel.h"
-
 #include "pmhash.h"
 
-/*
- * aminsert: NULLs are not indexed; everything else gets one entry, queued
- * to be applied in a batch (pmshard.c).  An index that enforces an
- * exclusion constraint takes it at once: other backends' checks must see
- * it before this transaction ends.
- */
+/* aminsert: NULLs are not indexed; everything else gets one entry. */
 bool
 pmhashinsert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
 			 Relation heapRel pg_attribute_unused(),
@@ -29,13 +22,14 @@ pmhashinsert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
 			 bool indexUnchanged pg_attribute_unused(),
 			 IndexInfo *indexInfo pg_attribute_unused())
 {
+	uint32		hash;
+	PmhIndex   *ix;
+
 	if (isnull[0])
 		return false;
-	pmh_queue_insert(index, pmh_local(index), pmh_hash_datum(index, values[0]), ht_ctid);
-	if (index->rd_index->indisexclusion)
-	{
-		pmh_apply_queued(index, pmh_open(index));
-		pmh_leave();
-	}
+	hash = pmh_hash_datum(index, values[0]);
+	ix = pmh_open(index);
+	pmh_insert_entry(index, ix, hash, ht_ctid);
+	pmh_leave();
 	return false;
 }

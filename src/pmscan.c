@@ -125,7 +125,6 @@ search(IndexScanDesc scan)
 	hash = key_hash(scan, &scan->keyData[0]);
 
 	ix = pmh_open(index);
-	pmh_apply_queued(index, ix);
 	pmh_lookup_entries(index, ix, scan->heapRelation, hash, &so->tids, &so->ntids, &so->maxtids);
 	pmh_leave();
 

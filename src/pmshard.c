@@ -62,110 +62,104 @@ raise_broken(Relation index, uint32 shard)
 			 errhint("Wait for recovery to progress, or promote the server.")));
 }
 
-/*
- * Entries are inserted in batches (of queued inserts, pmqueue.c, or of a
- * build): sorted by hash, so shard by shard and bucket after bucket, each
- * home bucket prefetched a few entries ahead, one shard lock per run of a
- * shard, one INSERT record per batch.
- */
-#define PREFETCH_AHEAD		8
+static bool any_pending = false;
 
-/* qsort comparator for entries: by hash. */
-static int
-entry_hash_cmp(const void *a, const void *b)
-{
-	uint32		x = ((const PmhEntry *) a)->hash;
-	uint32		y = ((const PmhEntry *) b)->hash;
-
-	return x < y ? -1 : x > y;
-}
-
-/* Start loading the home bucket of an entry (no lock: a hint only). */
+/* WAL-log the inserted entries of one index that are not logged yet. */
 static void
-prefetch_entry(PmhIndex *ix, uint32 hash)
+flush_pending(PmhIndex *ix)
 {
-	uint64		desc = pg_atomic_read_u64(&ix->slot->shards[pmh_shard_of(hash, ix->table.shard_bits)].desc);
-	PmhSegment	seg;
-
-	if (desc == 0 || (pmh_desc_unit(desc) + 1 + pmh_desc_nbuckets(desc)) * PMH_UNIT_SIZE > ix->mapped_len)
+	if (ix->npending == 0)
 		return;
-	pmh_table_segment(&ix->table, desc, &seg);
-	pmh_prefetch(&seg, hash);
+	pmh_log_inserts(&ix->node, ix->pending, ix->npending, ix->pending_since);
+	ix->npending = 0;
 }
 
-/* Raise the error of an insert that failed. */
-static void
-raise_insert_failure(Relation index, uint32 shard, PmhStatus st)
+/* WAL-log every inserted entry not logged yet (before the commit record). */
+void
+pmh_flush_pending_all(void)
 {
+	if (any_pending)
+		pmh_foreach_local(flush_pending);
+	any_pending = false;
+}
+
+/* Forget one index's unlogged entries (their transaction aborted). */
+static void
+discard_pending(PmhIndex *ix)
+{
+	ix->npending = 0;
+}
+
+/* Forget every unlogged entry: the transaction aborted, its tuples are dead. */
+void
+pmh_discard_pending_all(void)
+{
+	if (any_pending)
+		pmh_foreach_local(discard_pending);
+	any_pending = false;
+}
+
+/*
+ * Remember an entry applied with stamp lsn, to be logged with others in one
+ * INSERT record.  Replay inserts only what is absent, and a REBUILD record
+ * of the shard either includes the entry or comes before this one, so the
+ * delay loses nothing; the record is written before the commit record.
+ */
+static void
+queue_insert(PmhIndex *ix, uint32 hash, PmhTid tid, XLogRecPtr lsn)
+{
+	if (ix->pending == NULL)
+		ix->pending = MemoryContextAlloc(TopMemoryContext, PMH_INSERT_BATCH * sizeof(PmhEntry));
+	if (ix->npending == 0)
+		ix->pending_since = lsn;
+	ix->pending[ix->npending].hash = hash;
+	ix->pending[ix->npending].tid = tid;
+	ix->pending[ix->npending].flags = 0;
+	any_pending = true;
+	if (++ix->npending == PMH_INSERT_BATCH)
+		flush_pending(ix);
+}
+
+/*
+ * Insert one entry, growing its shard when needed.  Its bucket is stamped
+ * with the current WAL insert position; the entry is logged later, in a
+ * batch.
+ */
+void
+pmh_insert_entry(Relation index, PmhIndex *ix, uint32 hash, ItemPointer tid)
+{
+	uint32		shard = pmh_shard_of(hash, ix->table.shard_bits);
+	PmhShardState *state = &ix->slot->shards[shard];
+	LWLock	   *lock = pmh_shard_lock(ix->slot, shard);
+	PmhTid		ptid;
+	uint64		desc;
+	uint64		lsn = 0;
+	PmhStatus	st;
+
+	memcpy(&ptid, tid, sizeof(PmhTid));
+	LWLockAcquire(lock, LW_EXCLUSIVE);
+	desc = pg_atomic_read_u64(&state->desc);
+	if (desc != 0)
+	{
+		PmhSegment	seg;
+
+		pmh_segment_of(ix, desc, &seg);
+	}
+	if (ix->logged)
+		lsn = GetXLogInsertRecPtr();
+	st = pmh_table_insert(&ix->table, shard, desc, &state->counts, hash, ptid, lsn,
+						  PMH_INSERT_NEW, 0);
+	LWLockRelease(lock);
+	if (ix->logged && (st == PMH_OK || st == PMH_PRESENT))
+		queue_insert(ix, hash, ptid, lsn);
 	if (st == PMH_CORRUPT)
 		pmh_raise_damaged(index, psprintf("Shard %u has an invalid posting chain reference.", shard));
-	ereport(ERROR,
-			(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-			 errmsg("pmhash index \"%s\" shard %u cannot grow further",
-					RelationGetRelationName(index), shard),
-			 errhint("Rebuild the index with more shards: ALTER INDEX ... SET (shards = N); REINDEX.")));
-}
-
-/*
- * Insert up to PMH_INSERT_BATCH entries (reordered by hash), growing shards
- * when needed, and log them as one INSERT record.  Their buckets are
- * stamped with the WAL insert position taken before the first change.
- */
-static void
-insert_batch(Relation index, PmhIndex *ix, PmhEntry *entries, uint32 count)
-{
-	uint64		lsn = ix->logged ? GetXLogInsertRecPtr() : 0;
-	uint32		locked_shard = 0;
-	LWLock	   *lock = NULL;
-
-	Assert(count <= PMH_INSERT_BATCH);
-	qsort(entries, count, sizeof(PmhEntry), entry_hash_cmp);
-	for (uint32 i = 0; i < Min(count, PREFETCH_AHEAD); i++)
-		prefetch_entry(ix, entries[i].hash);
-	for (uint32 i = 0; i < count; i++)
-	{
-		uint32		shard = pmh_shard_of(entries[i].hash, ix->table.shard_bits);
-		PmhShardState *state = &ix->slot->shards[shard];
-		uint64		desc;
-		PmhStatus	st;
-
-		if (i + PREFETCH_AHEAD < count)
-			prefetch_entry(ix, entries[i + PREFETCH_AHEAD].hash);
-		if (lock == NULL || shard != locked_shard)
-		{
-			if (lock)
-				LWLockRelease(lock);
-			lock = pmh_shard_lock(ix->slot, shard);
-			locked_shard = shard;
-			LWLockAcquire(lock, LW_EXCLUSIVE);
-		}
-		desc = pg_atomic_read_u64(&state->desc);
-		if (desc != 0)
-		{
-			PmhSegment	seg;
-
-			pmh_segment_of(ix, desc, &seg);
-		}
-		st = pmh_table_insert(&ix->table, shard, desc, &state->counts, entries[i].hash,
-							  entries[i].tid, lsn, PMH_INSERT_NEW, 0);
-		if (st != PMH_OK && st != PMH_PRESENT)
-		{
-			LWLockRelease(lock);
-			raise_insert_failure(index, shard, st);
-		}
-	}
-	if (lock)
-		LWLockRelease(lock);
-	if (ix->logged && count > 0)
-		pmh_log_inserts(&ix->node, entries, count, lsn);
-}
-
-/* Insert entries at once, in batches (the index is open: pmh_open). */
-void
-pmh_insert_entries(Relation index, PmhIndex *ix, PmhEntry *entries, uint64 count)
-{
-	for (uint64 done = 0; done < count; done += PMH_INSERT_BATCH)
-		insert_batch(index, ix, entries + done, (uint32) Min(count - done, PMH_INSERT_BATCH));
+	if (st == PMH_FULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("pmhash index \"%s\" shard %u cannot grow further",
+						RelationGetRelationName(index), shard),
+				 errhint("Rebuild the index with more shards: ALTER INDEX ... SET (shards = N); REINDEX.")));
 }
 
 typedef struct TidCollector

@@ -213,11 +213,7 @@ pmhash_ProcessUtility(PlannedStmt *pstmt, const char *queryString, bool readOnly
 	List	   *before = NIL;
 
 	if (moves_tablespaces(stmt))
-	{
-		/* the copies must hold this transaction's queued inserts */
-		pmh_apply_queued_all();
 		before = pmhash_indexes();
-	}
 	if (prev_ProcessUtility)
 		prev_ProcessUtility(pstmt, queryString, readOnlyTree, context, params,
 							queryEnv, dest, qc);

@@ -8,7 +8,7 @@
 -- one existing row, so that no deadlock can occur.
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS pmhash;
-DROP TABLE IF EXISTS conc_rows, conc_claims;
+DROP TABLE IF EXISTS conc_rows;
 DROP FUNCTION IF EXISTS conc_new_key(), conc_t(int8), conc_random_id(), conc_check(text, int8);
 
 -- a key as the workload draws it: 0 is the heavy key, NULL is not indexed
@@ -32,10 +32,6 @@ FROM generate_series(1, 50000);
 CREATE INDEX conc_rows_k ON conc_rows USING pmhash (k) WITH (shards = 4);
 CREATE INDEX conc_rows_t ON conc_rows USING pmhash (t) WITH (shards = 2);
 ANALYZE conc_rows;
-
--- keys claimed by concurrent transactions: no key may be held twice
-CREATE TABLE conc_claims (k int8 NOT NULL, EXCLUDE USING pmhash (k WITH =))
-	WITH (autovacuum_enabled = false);
 
 -- an id between 1 and the last one handed out (the row may be gone)
 CREATE FUNCTION conc_random_id() RETURNS int8 LANGUAGE sql VOLATILE AS $$

@@ -750,11 +750,6 @@ for my $case (
 	make_table($node, 'postgres', 'mv', 3000, 100);
 	$node->safe_psql('postgres', 'ALTER INDEX mv_k SET TABLESPACE ts');
 	check_moved($node, 'postgres', 'mv_k', 'mv', 'ALTER INDEX SET TABLESPACE');
-	# rows inserted earlier in the moving transaction (still queued) move too
-	$node->safe_psql('postgres',
-		    'BEGIN; INSERT INTO mv SELECT i, i % 100 FROM generate_series(3001, 3400) i; '
-		  . 'ALTER INDEX mv_k SET TABLESPACE pg_default; COMMIT;');
-	check_moved($node, 'postgres', 'mv_k', 'mv', 'INSERT and SET TABLESPACE in one transaction');
 
 	$node->safe_psql('postgres', 'CREATE DATABASE moved');
 	$node->safe_psql('moved', 'CREATE EXTENSION pmhash');
