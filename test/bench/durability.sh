@@ -8,12 +8,13 @@
 #   2. commit latency of one-row INSERT transactions (pgbench, 1 client) with a
 #      pmhash or a hash index, on a cluster whose pmhash files are on /dev/shm
 #      with PMEM_IS_PMEM_FORCE=1 (pmem path) and on one whose files are on the
-#      ordinary disk (msync path);
+#      ordinary disk (msync path): LATENCY_REPS runs of each, alternating, and
+#      the median of each;
 #   3. crash recovery time with RECOVERY_ROWS (default 10,000,000) entries:
 #      restart after an immediate stop, and the first query's time, pmhash vs
 #      hash.
 # Writes test/bench/out/durability.csv and prints a table.  Environment:
-# ROWS, RECOVERY_ROWS, LATENCY_SECONDS (default 20).
+# ROWS, RECOVERY_ROWS, LATENCY_SECONDS (default 20), LATENCY_REPS (default 3).
 set -u
 cd "$(dirname "$0")/../.."
 source test/lib/common.sh
@@ -21,6 +22,7 @@ source test/lib/common.sh
 ROWS=${ROWS:-1000000}
 RECOVERY_ROWS=${RECOVERY_ROWS:-10000000}
 LATENCY_SECONDS=${LATENCY_SECONDS:-20}
+LATENCY_REPS=${LATENCY_REPS:-3}
 OUT=test/bench/out
 WORK=$(mktemp -d /tmp/pmhash-durability-XXXXXX)
 chmod 755 "$WORK"
@@ -61,6 +63,12 @@ commit_latency() {
 		sed -nE 's/^latency average = ([0-9.]+) ms/\1/p'
 }
 
+# The median of the values of $1 in file $2 (lines "name value").
+median_of() {
+	awk -v n="$1" '$1 == n { print $2 }' "$2" | sort -g |
+		awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
 # Seconds for the server to come back after an immediate stop, and the first query's ms.
 recovery_time() {
 	local am=$1 t0 t1 first
@@ -97,8 +105,14 @@ for path in pmem msync; do
 			result index_wal_bytes_per_row "$am" "$path" "$(echo "$total - $base" | bc)" bytes
 		done
 	fi
+	: >"$WORK/latency"
+	for rep in $(seq "$LATENCY_REPS"); do
+		for am in hash pmhash; do
+			echo "$am $(commit_latency "$am")" >>"$WORK/latency"
+		done
+	done
 	for am in hash pmhash; do
-		result commit_latency "$am" "$path" "$(commit_latency "$am")" ms
+		result commit_latency "$am" "$path" "$(median_of "$am" "$WORK/latency")" ms
 	done
 	if [ "$path" = pmem ]; then
 		for am in pmhash hash; do
