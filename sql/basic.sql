@@ -74,3 +74,25 @@ SELECT pmhash_verify('heavy_k') = (SELECT count(*) FROM heavy) AS verify_counts_
        chains > 0 AS in_chains
 FROM pmhash_stats('heavy_k');
 DROP TABLE heavy;
+
+-- a build that takes many batches (maintenance_work_mem 1MB: 32,768 entries
+-- each; 4.6 batches here) chooses its shards for the whole table and ends at
+-- the build fill, as a build in one batch does, and holds the same entries
+CREATE TABLE batched (id int, k int8);
+INSERT INTO batched SELECT i, hashint8(i) FROM generate_series(1, 150000) i;
+SET maintenance_work_mem = '1MB';
+CREATE INDEX batched_many ON batched USING pmhash (k);
+RESET maintenance_work_mem;
+CREATE INDEX batched_one ON batched USING pmhash (k);
+SELECT m.shards = o.shards AS same_shards,
+       m.buckets BETWEEN o.buckets * 0.98 AND o.buckets * 1.02 AS same_size,
+       m.entries = o.entries AND m.entries = 150000 AS same_entries
+FROM pmhash_stats('batched_many') m, pmhash_stats('batched_one') o;
+SELECT pmhash_verify('batched_many') AS verified;
+SET enable_seqscan = off;
+SET enable_bitmapscan = off;
+SELECT count(*) AS found FROM generate_series(1, 150000, 499) i
+WHERE EXISTS (SELECT FROM batched WHERE k = hashint8(i) AND id = i);
+RESET enable_bitmapscan;
+RESET enable_seqscan;
+DROP TABLE batched;

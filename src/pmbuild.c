@@ -54,6 +54,9 @@ typedef struct BuildState
 	bool		created;
 	bool		transactional;	/* an abort removes the new file */
 	double		index_tuples;
+	BlockNumber heap_blocks;	/* the table's size when the build started */
+	BlockNumber blocks_seen;	/* heap blocks that gave entries so far */
+	BlockNumber last_block;
 } BuildState;
 
 /* The bucket fill of a build: the fillfactor, leaving room before growth. */
@@ -81,6 +84,34 @@ choose_shard_bits(Relation index, double entries)
 	return bits;
 }
 
+/*
+ * The entries the whole build will have, for choosing the shard count at
+ * the first batch: exact if the table fit in one batch, else extrapolated
+ * from the heap blocks the batch came from.
+ */
+static double
+expected_entries(BuildState *bs)
+{
+	if (bs->nentries < bs->maxentries || bs->blocks_seen == 0)
+		return (double) bs->nentries;
+	return (double) bs->nentries * Max(bs->heap_blocks, bs->blocks_seen) / bs->blocks_seen;
+}
+
+/*
+ * Whether entries more entries fit into a built shard without passing the
+ * build fill; if not, the shard is rebuilt with them at that fill, so that
+ * the finished index leaves the same room before growth however many
+ * batches the build took.
+ */
+static bool
+fits_at_build_fill(BuildState *bs, PmhShardState *state, uint64 desc, uint64 entries)
+{
+	double		capacity = (double) pmh_desc_nbuckets(desc) * PMH_BUCKET_SLOTS *
+		pmh_build_fill(bs->index);
+
+	return (double) (state->counts.slots + entries) <= capacity;
+}
+
 /* Move a batch of entries into the index, shard by shard. */
 static void
 flush_batch(BuildState *bs)
@@ -92,7 +123,7 @@ flush_batch(BuildState *bs)
 
 	if (!bs->created)
 	{
-		ix = pmh_create(bs->index, choose_shard_bits(bs->index, (double) bs->nentries), true,
+		ix = pmh_create(bs->index, choose_shard_bits(bs->index, expected_entries(bs)), true,
 						bs->transactional);
 		bs->created = true;
 	}
@@ -125,7 +156,7 @@ flush_batch(BuildState *bs)
 		CHECK_FOR_INTERRUPTS();
 		LWLockAcquire(lock, LW_EXCLUSIVE);
 		desc = pg_atomic_read_u64(&state->desc);
-		if (desc == 0 || count > state->counts.entries / 4)
+		if (desc == 0 || !fits_at_build_fill(bs, state, desc, count))
 		{
 			st = pmh_table_rebuild(&ix->table, s, desc, parted + from, count, 0,
 								   pmh_build_fill(bs->index), 0, &state->counts);
@@ -133,7 +164,7 @@ flush_batch(BuildState *bs)
 		}
 		else
 		{
-			/* a few more entries for a built shard: insert them one by one */
+			/* they fit below the build fill: insert them one by one */
 			LWLockRelease(lock);
 			for (uint64 i = from; i < start[s]; i++)
 				pmh_insert_entry(bs->index, ix, parted[i].hash, (ItemPointer) &parted[i].tid);
@@ -163,6 +194,11 @@ build_callback(Relation index pg_attribute_unused(), ItemPointer tid, Datum *val
 		return;
 	if (bs->nentries == bs->maxentries)
 		flush_batch(bs);
+	if (ItemPointerGetBlockNumber(tid) != bs->last_block || bs->blocks_seen == 0)
+	{
+		bs->last_block = ItemPointerGetBlockNumber(tid);
+		bs->blocks_seen++;
+	}
 	e = &bs->entries[bs->nentries++];
 	e->hash = DatumGetUInt32(FunctionCall1Coll(bs->hash_proc, bs->collation, values[0]));
 	memcpy(&e->tid, tid, sizeof(PmhTid));
@@ -184,6 +220,7 @@ build_index(Relation heap, Relation index, IndexInfo *indexInfo, bool transactio
 	bs.hash_proc = index_getprocinfo(index, 1, 1);
 	bs.collation = index->rd_indcollation[0];
 	bs.maxentries = Max((uint64) maintenance_work_mem * 1024 / (2 * sizeof(PmhEntry)), 1024);
+	bs.heap_blocks = RelationGetNumberOfBlocks(heap);
 	bs.entries = palloc_extended(bs.maxentries * sizeof(PmhEntry), MCXT_ALLOC_HUGE);
 
 	*heap_tuples = table_index_build_scan(heap, index, indexInfo, true, true,
