@@ -194,7 +194,7 @@ build_callback(Relation index pg_attribute_unused(), ItemPointer tid, Datum *val
 		return;
 	if (bs->nentries == bs->maxentries)
 		flush_batch(bs);
-	if (ItemPointerGetBlockNumber(tid) != bs->last_block || bs->blocks_seen == 0)
+	if (ItemPointerGetBlockNumber(tid) != bs->last_block)
 	{
 		bs->last_block = ItemPointerGetBlockNumber(tid);
 		bs->blocks_seen++;
@@ -221,6 +221,7 @@ build_index(Relation heap, Relation index, IndexInfo *indexInfo, bool transactio
 	bs.collation = index->rd_indcollation[0];
 	bs.maxentries = Max((uint64) maintenance_work_mem * 1024 / (2 * sizeof(PmhEntry)), 1024);
 	bs.heap_blocks = RelationGetNumberOfBlocks(heap);
+	bs.last_block = InvalidBlockNumber;
 	bs.entries = palloc_extended(bs.maxentries * sizeof(PmhEntry), MCXT_ALLOC_HUGE);
 
 	*heap_tuples = table_index_build_scan(heap, index, indexInfo, true, true,

@@ -74,13 +74,20 @@ flush_pending(PmhIndex *ix)
 	ix->npending = 0;
 }
 
+/* Apply fn to every index that may hold unlogged entries, if any does. */
+static void
+visit_pending(void (*fn) (PmhIndex *ix))
+{
+	if (any_pending)
+		pmh_foreach_local(fn);
+	any_pending = false;
+}
+
 /* WAL-log every inserted entry not logged yet (before the commit record). */
 void
 pmh_flush_pending_all(void)
 {
-	if (any_pending)
-		pmh_foreach_local(flush_pending);
-	any_pending = false;
+	visit_pending(flush_pending);
 }
 
 /* Forget one index's unlogged entries (their transaction aborted). */
@@ -94,9 +101,7 @@ discard_pending(PmhIndex *ix)
 void
 pmh_discard_pending_all(void)
 {
-	if (any_pending)
-		pmh_foreach_local(discard_pending);
-	any_pending = false;
+	visit_pending(discard_pending);
 }
 
 /*
