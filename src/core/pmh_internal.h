@@ -108,7 +108,7 @@ pmh_chain_first(const PmhSegment *seg, PmhTid ref, uint32_t hash)
 }
 
 /* pmh_modify.c: place an entry into a segment image nobody can see yet */
-extern void pmh_image_place(const PmhSegment *seg, uint32_t hash, PmhTid tid,
-							uint16_t flags, uint64_t lsn);
+extern void pmh_image_place(const PmhSegment *seg, uint32_t *cursor, uint32_t hash,
+							PmhTid tid, uint16_t flags, uint64_t lsn);
 
 #endif							/* PMH_INTERNAL_H */

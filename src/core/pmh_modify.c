@@ -316,15 +316,37 @@ pmh_insert(const PmhSegment *seg, uint32_t hash, PmhTid tid, uint64_t lsn,
 /*
  * Place an entry into a segment image that nobody else can see yet, however
  * far its run must extend.  The image must have a free slot somewhere.
+ *
+ * Entries must arrive in hash order, hence in home bucket order; *cursor
+ * (0 before the first entry) remembers the bucket the last one went to.
+ * Every bucket from an entry's home up to that bucket is then known to be
+ * full and marked as overflowing, so the search starts at the later of the
+ * two instead of walking the run.  Only a run that wraps past the last
+ * bucket is walked.
  */
 void
-pmh_image_place(const PmhSegment *seg, uint32_t hash, PmhTid tid, uint16_t flags,
-				uint64_t lsn)
+pmh_image_place(const PmhSegment *seg, uint32_t *cursor, uint32_t hash, PmhTid tid,
+				uint16_t flags, uint64_t lsn)
 {
+	uint32_t	nbuckets = seg->nbuckets;
+	uint32_t	home = pmh_home_bucket(hash, seg->shard_bits, nbuckets);
 	RunScan		rs;
 
+	for (uint32_t b = home > *cursor ? home : *cursor; b < nbuckets; b++)
+	{
+		PmhBucket  *bucket = pmh_bucket(seg, b);
+
+		if ((bucket->commit & PMH_VALID_MASK) != PMH_VALID_MASK)
+		{
+			commit_slot(bucket, hash, tid, flags, lsn, NULL);
+			*cursor = b;
+			return;
+		}
+		bucket->commit |= PMH_OVERFLOW_BIT;
+	}
+	*cursor = nbuckets;
 	scan_run(seg, hash, 0, NULL, NULL, &rs);
-	(void) place_entry(seg, &rs, hash, tid, flags, lsn, NULL, seg->nbuckets);
+	(void) place_entry(seg, &rs, hash, tid, flags, lsn, NULL, nbuckets);
 }
 
 /* Whether a chain holds a TID (the chain itself is stable). */

@@ -135,7 +135,11 @@ pmh_sort_entries(PmhEntry *entries, uint64_t count, PmhEntry *scratch)
 	PmhEntry   *dst = scratch;
 	uint64_t	n = 0;
 
-	/* stable radix sort on the hash, a byte at a time */
+	/*
+	 * Stable radix sort on the hash, a byte at a time, skipping a byte that
+	 * all entries share (the top one, in a shard of a file of 256 shards or
+	 * more).
+	 */
 	for (int shift = 0; shift < 32; shift += 8)
 	{
 		uint64_t	offsets[257] = {0};
@@ -143,6 +147,8 @@ pmh_sort_entries(PmhEntry *entries, uint64_t count, PmhEntry *scratch)
 
 		for (uint64_t i = 0; i < count; i++)
 			offsets[((src[i].hash >> shift) & 0xFF) + 1]++;
+		if (count == 0 || offsets[((src[0].hash >> shift) & 0xFF) + 1] == count)
+			continue;
 		for (int d = 0; d < 256; d++)
 			offsets[d + 1] += offsets[d];
 		for (uint64_t i = 0; i < count; i++)
@@ -151,7 +157,8 @@ pmh_sort_entries(PmhEntry *entries, uint64_t count, PmhEntry *scratch)
 		src = dst;
 		dst = tmp;
 	}
-	/* four passes leave the result in entries again */
+	if (src != entries)
+		memcpy(entries, src, count * sizeof(PmhEntry));
 
 	/* order equal hashes by TID, then drop duplicates */
 	for (uint64_t i = 0; i < count;)
@@ -238,8 +245,8 @@ pmh_layout_units(const PmhLayout *layout)
  * that each keeps room for appends, and place a reference to each chain.
  */
 static uint64_t
-write_chains(const PmhSegment *seg, uint64_t next_unit, const PmhEntry *group,
-			 uint64_t count, uint64_t lsn)
+write_chains(const PmhSegment *seg, uint32_t *cursor, uint64_t next_unit,
+			 const PmhEntry *group, uint64_t count, uint64_t lsn)
 {
 	uint64_t	total = chain_blocks(count);
 	uint64_t	done = 0;
@@ -275,7 +282,7 @@ write_chains(const PmhSegment *seg, uint64_t next_unit, const PmhEntry *group,
 		}
 		first->nblocks = (uint16_t) nblocks;
 		first->cursor = 0;
-		pmh_image_place(seg, group[0].hash,
+		pmh_image_place(seg, cursor, group[0].hash,
 						pmh_tid_make((uint32_t) next_unit, 0), ref_flags, lsn);
 		next_unit += nblocks;
 		done += nblocks;
@@ -295,6 +302,7 @@ pmh_segment_write(char *dst, const PmhLayout *layout, const PmhEntry *sorted,
 	PmhSegment	seg = {dst, layout->nbuckets, shard_bits, pmh_layout_units(layout)};
 	PmhSegmentHeader *hdr = (PmhSegmentHeader *) dst;
 	uint64_t	next_unit = (uint64_t) layout->nbuckets + 1;
+	uint32_t	cursor = 0;
 
 	memset(dst, 0, pmh_layout_units(layout) * PMH_UNIT_SIZE);
 	hdr->magic = PMH_SEGMENT_MAGIC;
@@ -315,11 +323,12 @@ pmh_segment_write(char *dst, const PmhLayout *layout, const PmhEntry *sorted,
 		while (j < count && sorted[j].hash == sorted[i].hash)
 			j++;
 		if (j - i > PMH_CHAIN_THRESHOLD)
-			next_unit = write_chains(&seg, next_unit, sorted + i, j - i, lsn);
+			next_unit = write_chains(&seg, &cursor, next_unit, sorted + i, j - i, lsn);
 		else
 		{
 			for (uint64_t k = i; k < j; k++)
-				pmh_image_place(&seg, sorted[k].hash, sorted[k].tid, sorted[k].flags, lsn);
+				pmh_image_place(&seg, &cursor, sorted[k].hash, sorted[k].tid,
+								sorted[k].flags, lsn);
 		}
 		i = j;
 	}
