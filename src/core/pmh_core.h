@@ -185,6 +185,27 @@ typedef struct PmhTable
 	uint64_t	dir_unit;
 } PmhTable;
 
+/* Address of a bucket of a segment. */
+static inline PmhBucket *
+pmh_bucket(const PmhSegment *seg, uint32_t bucket)
+{
+	return (PmhBucket *) (seg->base + (uint64_t) (bucket + 1) * PMH_UNIT_SIZE);
+}
+
+/* Address of a posting block, by unit relative to the segment start. */
+static inline PmhPosting *
+pmh_posting(const PmhSegment *seg, uint64_t rel_unit)
+{
+	return (PmhPosting *) (seg->base + rel_unit * PMH_UNIT_SIZE);
+}
+
+/* Address of a segment's header unit. */
+static inline PmhSegmentHeader *
+pmh_segment_header(const PmhSegment *seg)
+{
+	return (PmhSegmentHeader *) seg->base;
+}
+
 /* Lookup output: bit i of unverified marks tids[i] as possibly a phantom. */
 typedef void (*PmhTidSink) (void *arg, const PmhTid *tids, int count, uint64_t unverified);
 
@@ -210,17 +231,16 @@ extern void pmh_header_init(PmhFileHeader *hdr, uint32_t spc_oid, uint32_t db_oi
 							uint32_t shard_bits, uint32_t flags);
 extern uint32_t pmh_header_checksum(const PmhFileHeader *hdr);
 extern const char *pmh_header_check(const PmhFileHeader *hdr, uint64_t file_units);
-extern PmhBucket *pmh_bucket(const PmhSegment *seg, uint32_t bucket);
-extern PmhPosting *pmh_posting(const PmhSegment *seg, uint64_t rel_unit);
-extern PmhSegmentHeader *pmh_segment_header(const PmhSegment *seg);
 extern uint32_t pmh_segment_checksum(const PmhSegmentHeader *hdr);
 
 /* pmh_lookup.c */
-extern void pmh_prefetch(const PmhSegment *seg, uint32_t hash);
 extern PmhStatus pmh_lookup(const PmhSegment *seg, uint32_t hash,
 							PmhTidSink sink, void *arg);
+extern void pmh_lookup_batch(const PmhSegment *segs, const uint32_t *hashes, int n,
+							 PmhTidSink sink, void *const *args, PmhStatus *status);
 
 /* pmh_modify.c */
+extern void pmh_prefetch_insert(const PmhSegment *seg, uint32_t hash);
 extern PmhStatus pmh_insert(const PmhSegment *seg, uint32_t hash, PmhTid tid,
 							uint64_t lsn, const PmhPersist *persist, PmhInsertMode mode,
 							uint64_t since, unsigned *effects);
@@ -251,6 +271,8 @@ extern uint64_t pmh_freemap_total(const PmhFreeMap *map);
 
 /* pmh_table.c */
 extern void pmh_table_segment(const PmhTable *t, uint64_t desc, PmhSegment *seg);
+extern void pmh_table_segments(const PmhTable *t, const uint64_t *descs, int n,
+							   PmhSegment *segs);
 extern PmhStatus pmh_table_rebuild(const PmhTable *t, uint32_t shard, uint64_t desc,
 								   const PmhEntry *extra, uint64_t nextra, int replace,
 								   double fill, uint64_t lsn, PmhCounts *counts);

@@ -74,27 +74,6 @@ pmh_header_check(const PmhFileHeader *hdr, uint64_t file_units)
 	return NULL;
 }
 
-/* Address of a bucket of a segment. */
-PmhBucket *
-pmh_bucket(const PmhSegment *seg, uint32_t bucket)
-{
-	return (PmhBucket *) (seg->base + (uint64_t) (bucket + 1) * PMH_UNIT_SIZE);
-}
-
-/* Address of a posting block, by unit relative to the segment start. */
-PmhPosting *
-pmh_posting(const PmhSegment *seg, uint64_t rel_unit)
-{
-	return (PmhPosting *) (seg->base + rel_unit * PMH_UNIT_SIZE);
-}
-
-/* Address of a segment's header unit. */
-PmhSegmentHeader *
-pmh_segment_header(const PmhSegment *seg)
-{
-	return (PmhSegmentHeader *) seg->base;
-}
-
 /* Checksum of a segment header. */
 uint32_t
 pmh_segment_checksum(const PmhSegmentHeader *hdr)

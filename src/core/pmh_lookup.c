@@ -10,6 +10,13 @@
  * read the same way, block by block.  A run ends at the first bucket whose
  * overflow bit is clear.
  *
+ * A batched lookup overlaps the memory latencies of many keys in three
+ * stages: it loads the hash codes of a key's home bucket, then compares
+ * them and loads the TIDs of the matching slots and the next bucket of an
+ * overflowing run, then copies, validates and follows the run.  A key whose
+ * bucket changed between the stages or refers to a posting chain is looked
+ * up again from the start.
+ *
  * Copyright (c) 2026, pmhash developers
  *
  * IDENTIFICATION
@@ -18,6 +25,28 @@
  *-------------------------------------------------------------------------
  */
 #include "pmh_internal.h"
+
+/* What a lookup copied out of one bucket. */
+typedef struct BucketCopy
+{
+	PmhTid		tids[PMH_BUCKET_SLOTS];
+	PmhTid		refs[PMH_BUCKET_SLOTS];	/* chain references */
+	int			ntids;
+	int			nrefs;
+	uint64_t	unverified;		/* bit i: tids[i] is flagged */
+} BucketCopy;
+
+#define PMH_LOOKUP_DISTANCE 12		/* keys between two stages of a batch */
+#define PMH_LOOKUP_RING		32		/* > 2 * PMH_LOOKUP_DISTANCE, a power of 2 */
+
+/* One key of a batched lookup between its stages. */
+typedef struct BatchKey
+{
+	const PmhBucket *bucket;	/* home bucket, NULL if the shard is empty */
+	uint32_t	home;			/* its number */
+	uint64_t	commit;			/* commit word the comparison saw */
+	uint32_t	mask;			/* valid slots holding the hash */
+} BatchKey;
 
 /* Deliver every valid TID of a posting chain to the sink. */
 static PmhStatus
@@ -59,83 +88,64 @@ lookup_chain(const PmhPosting *first, PmhTidSink sink, void *arg)
 	return PMH_OK;
 }
 
-/*
- * Start loading the cache lines a lookup of hash will read first (commit
- * word, hash codes and the first TIDs of its home bucket), so that a caller
- * probing a batch of keys overlaps their memory latencies.
- */
-void
-pmh_prefetch(const PmhSegment *seg, uint32_t hash)
+/* Copy the TIDs of the slots in mask; chain references go apart. */
+static inline void
+copy_slots(const PmhBucket *bucket, uint32_t mask, BucketCopy *out)
 {
-	const char *bucket;
+	uint64_t	flags = bucket->unverified;
 
-	if (seg->nbuckets == 0)
-		return;
-	bucket = (const char *) pmh_bucket(seg, pmh_home_bucket(hash, seg->shard_bits, seg->nbuckets));
-	__builtin_prefetch(bucket, 0, 3);
-	__builtin_prefetch(bucket + 64, 0, 3);
-	__builtin_prefetch(bucket + 128, 0, 3);
+	out->ntids = out->nrefs = 0;
+	out->unverified = 0;
+	while (mask)
+	{
+		int			i = __builtin_ctz(mask);
+		PmhTid		tid = bucket->tid[i];
+
+		mask &= mask - 1;
+		if (pmh_is_chain_ref(tid))
+			out->refs[out->nrefs++] = tid;
+		else
+		{
+			out->unverified |= ((flags >> i) & 1) << out->ntids;
+			out->tids[out->ntids++] = tid;
+		}
+	}
 }
 
-/* Find every TID stored under hash in a segment; deliver them to sink. */
-PmhStatus
-pmh_lookup(const PmhSegment *seg, uint32_t hash, PmhTidSink sink, void *arg)
+/*
+ * Deliver every TID stored under hash from bucket b to the end of its run
+ * of overflowing buckets.
+ */
+static PmhStatus
+lookup_from(const PmhSegment *seg, uint32_t hash, uint32_t b, PmhTidSink sink, void *arg)
 {
 	uint32_t	nbuckets = seg->nbuckets;
-	uint32_t	b;
 
-	if (nbuckets == 0)
-		return PMH_OK;
-	b = pmh_home_bucket(hash, seg->shard_bits, nbuckets);
 	for (uint32_t step = 0; step < nbuckets; step++)
 	{
 		const PmhBucket *bucket = pmh_bucket(seg, b);
-		PmhTid		copy[PMH_BUCKET_SLOTS];
-		PmhTid		refs[PMH_BUCKET_SLOTS];
-		int			ncopy;
-		int			nrefs;
+		BucketCopy	copy;
 		int			attempt = 0;
-		uint64_t	unverified;
 		uint64_t	c1;
 
 		/* most TIDs lie in the bucket's third line: load it meanwhile */
 		__builtin_prefetch((const char *) bucket + 128, 0, 3);
 		for (;;)
 		{
-			uint32_t	mask;
-			uint64_t	flags;
-
 			c1 = pmh_load_acquire(&bucket->commit);
 			if (c1 & PMH_OVERFLOW_BIT)
 				__builtin_prefetch(pmh_bucket(seg, pmh_next_bucket(b, nbuckets)), 0, 3);
-			mask = pmh_match_hashes(bucket->hash, hash) & (uint32_t) c1;
-			flags = bucket->unverified;
-			ncopy = nrefs = 0;
-			unverified = 0;
-			while (mask)
-			{
-				int			i = __builtin_ctz(mask);
-				PmhTid		tid = bucket->tid[i];
-
-				mask &= mask - 1;
-				if (pmh_is_chain_ref(tid))
-					refs[nrefs++] = tid;
-				else
-				{
-					unverified |= ((flags >> i) & 1) << ncopy;
-					copy[ncopy++] = tid;
-				}
-			}
+			copy_slots(bucket, pmh_match_hashes(bucket->hash, hash) & (uint32_t) c1, &copy);
 			if (pmh_reload(&bucket->commit) == c1)
 				break;
 			if (++attempt > PMH_LOOKUP_RETRIES)
 				return PMH_BUSY;
 		}
-		if (ncopy > 0)
-			sink(arg, copy, ncopy, unverified);
-		for (int r = 0; r < nrefs; r++)
+		if (copy.ntids > 0)
+			sink(arg, copy.tids, copy.ntids, copy.unverified);
+		for (int r = 0; r < copy.nrefs; r++)
 		{
-			const PmhPosting *first = pmh_chain_first(seg, refs[r], hash);
+			const PmhPosting *first = pmh_chain_first(seg, copy.refs[r], hash);
 			PmhStatus	st;
 
 			if (first == NULL)
@@ -149,4 +159,113 @@ pmh_lookup(const PmhSegment *seg, uint32_t hash, PmhTidSink sink, void *arg)
 		b = pmh_next_bucket(b, nbuckets);
 	}
 	return PMH_OK;
+}
+
+/* Find every TID stored under hash in a segment; deliver them to sink. */
+PmhStatus
+pmh_lookup(const PmhSegment *seg, uint32_t hash, PmhTidSink sink, void *arg)
+{
+	if (seg->nbuckets == 0)
+		return PMH_OK;
+	return lookup_from(seg, hash, pmh_home_bucket(hash, seg->shard_bits, seg->nbuckets),
+					   sink, arg);
+}
+
+/* Batched lookup, first stage: start loading the key's home bucket. */
+static inline void
+stage_load(BatchKey *key, const PmhSegment *seg, uint32_t hash)
+{
+	const char *bucket;
+
+	key->bucket = NULL;
+	if (seg->nbuckets == 0)
+		return;
+	key->home = pmh_home_bucket(hash, seg->shard_bits, seg->nbuckets);
+	bucket = (const char *) pmh_bucket(seg, key->home);
+	__builtin_prefetch(bucket, 0, 3);
+	__builtin_prefetch(bucket + 64, 0, 3);
+	key->bucket = (const PmhBucket *) bucket;
+}
+
+/*
+ * Batched lookup, second stage: compare the hash codes, and start loading
+ * the TIDs of the matching slots and the next bucket of an overflowing run.
+ */
+static inline void
+stage_compare(BatchKey *key, const PmhSegment *seg, uint32_t hash)
+{
+	const PmhBucket *bucket = key->bucket;
+	uint32_t	mask;
+
+	if (bucket == NULL)
+		return;
+	key->commit = pmh_load_acquire(&bucket->commit);
+	mask = pmh_match_hashes(bucket->hash, hash) & (uint32_t) key->commit;
+	key->mask = mask;
+	if (mask)
+	{
+		__builtin_prefetch(&bucket->tid[__builtin_ctz(mask)], 0, 3);
+		__builtin_prefetch(&bucket->tid[31 - __builtin_clz(mask)], 0, 3);
+	}
+	if (key->commit & PMH_OVERFLOW_BIT)
+	{
+		const char *next = (const char *) pmh_bucket(seg, pmh_next_bucket(key->home,
+																		  seg->nbuckets));
+
+		__builtin_prefetch(next, 0, 3);
+		__builtin_prefetch(next + 64, 0, 3);
+	}
+}
+
+/*
+ * Batched lookup, last stage: copy, validate and deliver the home bucket's
+ * TIDs and follow an overflowing run.  A bucket that changed since the
+ * comparison, or that refers to a posting chain, is looked up again from
+ * the start.
+ */
+static inline PmhStatus
+stage_deliver(const BatchKey *key, const PmhSegment *seg, uint32_t hash,
+			  PmhTidSink sink, void *arg)
+{
+	const PmhBucket *bucket = key->bucket;
+	BucketCopy	copy;
+
+	if (bucket == NULL)
+		return PMH_OK;
+	copy_slots(bucket, key->mask, &copy);
+	if (copy.nrefs > 0 || pmh_reload(&bucket->commit) != key->commit)
+		return pmh_lookup(seg, hash, sink, arg);
+	if (copy.ntids > 0)
+		sink(arg, copy.tids, copy.ntids, copy.unverified);
+	if (key->commit & PMH_OVERFLOW_BIT)
+		return lookup_from(seg, hash, pmh_next_bucket(key->home, seg->nbuckets), sink, arg);
+	return PMH_OK;
+}
+
+/*
+ * Look up n keys, key k's hash in segs[k]; deliver key k's TIDs to sink with
+ * args[k] and its status to status[k].  The three stages run as a software
+ * pipeline, PMH_LOOKUP_DISTANCE keys apart, so that the cache misses of
+ * about twice that many keys are in flight at any time.
+ */
+void
+pmh_lookup_batch(const PmhSegment *segs, const uint32_t *hashes, int n,
+				 PmhTidSink sink, void *const *args, PmhStatus *status)
+{
+	BatchKey	ring[PMH_LOOKUP_RING];
+	const int	d = PMH_LOOKUP_DISTANCE;
+
+	for (int t = 0; t < n + 2 * d; t++)
+	{
+		int			c = t - d;
+		int			f = t - 2 * d;
+
+		if (t < n)
+			stage_load(&ring[t % PMH_LOOKUP_RING], &segs[t], hashes[t]);
+		if (c >= 0 && c < n)
+			stage_compare(&ring[c % PMH_LOOKUP_RING], &segs[c], hashes[c]);
+		if (f >= 0)
+			status[f] = stage_deliver(&ring[f % PMH_LOOKUP_RING], &segs[f], hashes[f],
+									  sink, args[f]);
+	}
 }

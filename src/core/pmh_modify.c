@@ -164,6 +164,22 @@ scan_run(const PmhSegment *seg, uint32_t hash, int want_chain, const Lookout *lo
 	}
 }
 
+/*
+ * Start loading the home bucket of hash for writing, so that a caller
+ * inserting a batch of entries overlaps their cache misses.
+ */
+void
+pmh_prefetch_insert(const PmhSegment *seg, uint32_t hash)
+{
+	const char *bucket;
+
+	if (seg->nbuckets == 0)
+		return;
+	bucket = (const char *) pmh_bucket(seg, pmh_home_bucket(hash, seg->shard_bits, seg->nbuckets));
+	for (int line = 0; line < PMH_UNIT_SIZE; line += 64)
+		__builtin_prefetch(bucket + line, 1, 3);
+}
+
 /* Write an entry into a free slot of a bucket and commit it. */
 static void
 commit_slot(PmhBucket *bucket, uint32_t hash, PmhTid tid, uint16_t flags,

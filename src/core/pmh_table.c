@@ -32,17 +32,33 @@ unit_address(const PmhTable *t, uint64_t unit)
 	return t->ops->base(t->ops->arg) + unit * PMH_UNIT_SIZE;
 }
 
+/*
+ * The segments that n descriptors publish, in the current mapping, which is
+ * read once; a descriptor of 0 (an empty shard) gives a segment of no
+ * buckets.
+ */
+void
+pmh_table_segments(const PmhTable *t, const uint64_t *descs, int n, PmhSegment *segs)
+{
+	char	   *base = t->ops->base(t->ops->arg);
+	uint64_t	mapped = t->ops->mapped_units ? t->ops->mapped_units(t->ops->arg) : UINT64_MAX;
+
+	for (int k = 0; k < n; k++)
+	{
+		uint64_t	unit = pmh_desc_unit(descs[k]);
+
+		segs[k].base = base + unit * PMH_UNIT_SIZE;
+		segs[k].nbuckets = pmh_desc_nbuckets(descs[k]);
+		segs[k].shard_bits = t->shard_bits;
+		segs[k].limit = mapped > unit ? mapped - unit : 0;
+	}
+}
+
 /* The segment a descriptor publishes, in the current mapping. */
 void
 pmh_table_segment(const PmhTable *t, uint64_t desc, PmhSegment *seg)
 {
-	uint64_t	mapped = t->ops->mapped_units ? t->ops->mapped_units(t->ops->arg) : UINT64_MAX;
-	uint64_t	unit = pmh_desc_unit(desc);
-
-	seg->base = unit_address(t, unit);
-	seg->nbuckets = pmh_desc_nbuckets(desc);
-	seg->shard_bits = t->shard_bits;
-	seg->limit = mapped > unit ? mapped - unit : 0;
+	pmh_table_segments(t, &desc, 1, seg);
 }
 
 /* Store a descriptor in the file's directory and make it durable. */

@@ -254,6 +254,46 @@ memtable_lookup(MemTable *mt, uint32_t hash, PmhTid *out, int *n, int cap)
 	return st;
 }
 
+/*
+ * Look up n hashes with one batched lookup: the TIDs of key k go to
+ * out[k * cap] on (at most cap of them), their number to counts[k].
+ * Returns the first status other than PMH_OK, if any.
+ */
+PmhStatus
+memtable_lookup_batch(MemTable *mt, const uint32_t *hashes, int n, PmhTid *out, int cap,
+					  int *counts)
+{
+	uint64_t   *descs = calloc(n, sizeof(uint64_t));
+	PmhSegment *segs = malloc(n * sizeof(PmhSegment));
+	CollectState *cs = malloc(n * sizeof(CollectState));
+	void	  **args = malloc(n * sizeof(void *));
+	PmhStatus  *status = malloc(n * sizeof(PmhStatus));
+	PmhStatus	st = PMH_OK;
+
+	for (int k = 0; k < n; k++)
+	{
+		uint32_t	shard = pmh_shard_of(hashes[k], mt->table.shard_bits);
+
+		descs[k] = __atomic_load_n(&mt->mirror[shard], __ATOMIC_ACQUIRE);
+		cs[k] = (CollectState) {out + (size_t) k * cap, 0, cap, 0};
+		args[k] = &cs[k];
+	}
+	pmh_table_segments(&mt->table, descs, n, segs);
+	pmh_lookup_batch(segs, hashes, n, collect, args, status);
+	for (int k = 0; k < n; k++)
+	{
+		counts[k] = cs[k].n;
+		if (st == PMH_OK)
+			st = status[k];
+	}
+	free(descs);
+	free(segs);
+	free(cs);
+	free(args);
+	free(status);
+	return st;
+}
+
 /* Number of unverified TIDs a lookup of hash reports. */
 int
 memtable_lookup_unverified(MemTable *mt, uint32_t hash)

@@ -40,6 +40,8 @@ extern void memtable_destroy(MemTable *mt);
 extern PmhStatus memtable_insert(MemTable *mt, uint32_t hash, PmhTid tid);
 extern PmhStatus memtable_replay(MemTable *mt, uint32_t hash, PmhTid tid, uint64_t lsn);
 extern PmhStatus memtable_lookup(MemTable *mt, uint32_t hash, PmhTid *out, int *n, int cap);
+extern PmhStatus memtable_lookup_batch(MemTable *mt, const uint32_t *hashes, int n,
+									 PmhTid *out, int cap, int *counts);
 extern int	memtable_lookup_unverified(MemTable *mt, uint32_t hash);
 extern uint64_t memtable_flag_unverified(MemTable *mt, uint64_t after_lsn);
 extern uint64_t memtable_bulk_delete(MemTable *mt, const PmhDeleteOps *ops);

@@ -146,9 +146,114 @@ by_hash(const void *a, const void *b)
 	return u64_cmp(a, b);
 }
 
+/* End of the hash group that starts at order[i]; its live TIDs go to want. */
+static uint64_t
+group_want(Model *m, const uint64_t *order, uint64_t i, PmhTid *want, int *nwant)
+{
+	uint64_t	j = i;
+
+	*nwant = 0;
+	while (j < m->n && m->hash[order[j]] == m->hash[order[i]])
+	{
+		if (!m->dead[order[j]])
+			want[(*nwant)++] = tid_of(order[j]);
+		j++;
+	}
+	return j;
+}
+
+/* Whether the model holds hash h (order sorts the model by hash). */
+static int
+model_holds(Model *m, const uint64_t *order, uint32_t h)
+{
+	uint64_t	lo = 0;
+	uint64_t	hi = m->n;
+
+	while (lo < hi)
+	{
+		uint64_t	mid = (lo + hi) / 2;
+
+		if (m->hash[order[mid]] < h)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < m->n && m->hash[order[lo]] == h;
+}
+
+/* A lookup of hash found got (ngot TIDs); it should have found want. */
+static void
+check_found(const char *how, uint32_t hash, PmhTid *got, int ngot, PmhTid *want, int nwant)
+{
+	CHECK(ngot == nwant, "%s of hash %08x: %d TIDs found, %d expected", how, hash, ngot, nwant);
+	if (ngot != nwant)
+		return;
+	qsort(got, ngot, sizeof(PmhTid), tid_cmp);
+	qsort(want, nwant, sizeof(PmhTid), tid_cmp);
+	CHECK(memcmp(got, want, nwant * sizeof(PmhTid)) == 0, "%s of hash %08x: wrong TIDs", how, hash);
+}
+
+#define CHECK_BATCH_KEYS	45		/* keys per batched lookup */
+#define CHECK_BATCH_CAP		512		/* TIDs compared per key */
+
 /*
- * Check every hash of the model: a lookup returns exactly the live TIDs of
- * that hash.  Also probe some absent hashes and verify the structure.
+ * Batched lookups of every hash of the model, a quarter of the keys of each
+ * batch absent hashes, agree with the model.
+ */
+static void
+check_batches(MemTable *mt, Model *m, const uint64_t *order, PmhTid *want)
+{
+	PmhTid	   *got = malloc(CHECK_BATCH_KEYS * CHECK_BATCH_CAP * sizeof(PmhTid));
+	uint32_t	hashes[CHECK_BATCH_KEYS];
+	uint64_t	group[CHECK_BATCH_KEYS];	/* start in order, UINT64_MAX if absent */
+	int			counts[CHECK_BATCH_KEYS];
+
+	for (uint64_t i = 0; i < m->n && !test_failed;)
+	{
+		int			n = 0;
+		PmhStatus	st;
+
+		while (n < CHECK_BATCH_KEYS && i < m->n)
+		{
+			int			nwant;
+
+			if (n % 4 == 3)
+			{
+				uint32_t	h = (uint32_t) rnd();
+
+				if (model_holds(m, order, h))
+					continue;
+				hashes[n] = h;
+				group[n++] = UINT64_MAX;
+				continue;
+			}
+			hashes[n] = m->hash[order[i]];
+			group[n++] = i;
+			i = group_want(m, order, i, want, &nwant);
+		}
+		st = memtable_lookup_batch(mt, hashes, n, got, CHECK_BATCH_CAP, counts);
+		CHECK(st == PMH_OK, "batched lookup status %d", st);
+		for (int k = 0; k < n && !test_failed; k++)
+		{
+			int			nwant = 0;
+
+			if (group[k] != UINT64_MAX)
+				group_want(m, order, group[k], want, &nwant);
+			if (nwant > CHECK_BATCH_CAP)
+				CHECK(counts[k] == nwant, "batched lookup of hash %08x: %d TIDs found, %d expected",
+					  hashes[k], counts[k], nwant);
+			else
+				check_found("batched lookup", hashes[k], got + k * CHECK_BATCH_CAP, counts[k],
+							want, nwant);
+		}
+	}
+	free(got);
+}
+
+/*
+ * Check every hash of the model: a lookup, single or batched, returns
+ * exactly the live TIDs of that hash.  Also probe some absent hashes and
+ * verify the structure.
  */
 static void
 check_table(MemTable *mt, Model *m)
@@ -167,56 +272,30 @@ check_table(MemTable *mt, Model *m)
 	qsort(order, m->n, sizeof(uint64_t), by_hash);
 	for (uint64_t i = 0; i < m->n && !test_failed;)
 	{
-		uint64_t	j = i;
-		int			nwant = 0;
+		uint64_t	j;
+		int			nwant;
 		int			ngot;
 		PmhStatus	st;
 
-		while (j < m->n && m->hash[order[j]] == m->hash[order[i]])
-		{
-			if (!m->dead[order[j]])
-				want[nwant++] = tid_of(order[j]);
-			j++;
-		}
+		j = group_want(m, order, i, want, &nwant);
 		expect_live += nwant;
 		st = memtable_lookup(mt, m->hash[order[i]], got, &ngot, cap);
 		CHECK(st == PMH_OK, "lookup status %d", st);
-		CHECK(ngot == nwant, "hash %08x: %d TIDs found, %d expected", m->hash[order[i]], ngot, nwant);
-		if (ngot == nwant)
-		{
-			qsort(got, ngot, sizeof(PmhTid), tid_cmp);
-			qsort(want, nwant, sizeof(PmhTid), tid_cmp);
-			CHECK(memcmp(got, want, nwant * sizeof(PmhTid)) == 0, "hash %08x: wrong TIDs", m->hash[order[i]]);
-		}
+		check_found("lookup", m->hash[order[i]], got, ngot, want, nwant);
 		i = j;
 	}
 	for (int k = 0; k < 2000 && !test_failed; k++)
 	{
 		uint32_t	h = (uint32_t) rnd();
-		uint64_t	key = 0;
 		int			ngot;
-		int			present = 0;
 
 		/* skip the rare random hash that the model holds */
-		for (uint64_t lo = 0, hi = m->n; lo < hi;)
-		{
-			uint64_t	mid = (lo + hi) / 2;
-
-			if (m->hash[order[mid]] < h)
-				lo = mid + 1;
-			else
-			{
-				hi = mid;
-				key = mid;
-			}
-			present = lo < m->n && m->hash[order[lo]] == h;
-		}
-		(void) key;
-		if (present)
+		if (model_holds(m, order, h))
 			continue;
 		memtable_lookup(mt, h, got, &ngot, cap);
 		CHECK(ngot == 0, "absent hash %08x returned %d TIDs", h, ngot);
 	}
+	check_batches(mt, m, order, want);
 	err = memtable_verify(mt, &live);
 	CHECK(err == NULL, "verify: %s", err);
 	CHECK(live == expect_live, "verify counted %llu live, expected %llu",
@@ -672,34 +751,60 @@ race_hash(uint64_t idx)
 	return 0x40000000u + (uint32_t) ((idx - RACE_STABLE) % RACE_KEYS) * 8;
 }
 
-/* Reader thread: stable entries are always found, no TID is torn. */
+/* A race lookup of key k found got: count it, and whether it was wrong. */
+static void
+race_check(RaceState *rs, uint64_t k, const PmhTid *got, int ngot, int cap)
+{
+	uint32_t	h = race_hash(k);
+	int			found = 0;
+
+	for (int g = 0; g < ngot && g < cap; g++)
+	{
+		uint64_t	idx = index_of(got[g]);
+
+		if (race_hash(idx) != h)
+			rs->bad++;
+		found |= idx == k;
+	}
+	if (k < RACE_STABLE && !found)
+		rs->bad++;
+	rs->lookups++;
+}
+
+#define RACE_BATCH	4			/* keys of a reader's batched lookup */
+#define RACE_CAP	1024		/* TIDs a reader keeps per key */
+
+/*
+ * Reader thread: stable entries are always found, no TID is torn; lookups
+ * go one key at a time and in batches, by turns.
+ */
 static void *
 race_reader(void *arg)
 {
 	RaceState  *rs = arg;
-	PmhTid		got[4096];
+	PmhTid	   *got = malloc(RACE_BATCH * RACE_CAP * sizeof(PmhTid));
 
-	while (!rs->stop)
+	for (int turn = 0; !rs->stop; turn++)
 	{
+		uint64_t	keys[RACE_BATCH];
+		uint32_t	hashes[RACE_BATCH];
+		int			counts[RACE_BATCH];
+
 		/* half the lookups hit the churning hashes */
-		uint64_t	k = rnd() % 2 ? rnd() % RACE_STABLE : RACE_STABLE + rnd() % RACE_KEYS;
-		uint32_t	h = race_hash(k);
-		int			ngot;
-		int			found = 0;
-
-		memtable_lookup(rs->mt, h, got, &ngot, 4096);
-		for (int g = 0; g < ngot && g < 4096; g++)
+		for (int i = 0; i < RACE_BATCH; i++)
 		{
-			uint64_t	idx = index_of(got[g]);
-
-			if (race_hash(idx) != h)
-				rs->bad++;
-			found |= idx == k;
+			keys[i] = rnd() % 2 ? rnd() % RACE_STABLE : RACE_STABLE + rnd() % RACE_KEYS;
+			hashes[i] = race_hash(keys[i]);
 		}
-		if (k < RACE_STABLE && !found)
-			rs->bad++;
-		rs->lookups++;
+		if (turn % 2)
+			memtable_lookup_batch(rs->mt, hashes, RACE_BATCH, got, RACE_CAP, counts);
+		else
+			for (int i = 0; i < RACE_BATCH; i++)
+				memtable_lookup(rs->mt, hashes[i], got + i * RACE_CAP, &counts[i], RACE_CAP);
+		for (int i = 0; i < RACE_BATCH; i++)
+			race_check(rs, keys[i], got + i * RACE_CAP, counts[i], RACE_CAP);
 	}
+	free(got);
 	return NULL;
 }
 

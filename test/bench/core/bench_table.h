@@ -86,6 +86,14 @@ extern void bench_worker_sync(BenchWorker *w);
 extern PmhStatus bench_insert(BenchWorker *w, uint32_t hash, PmhTid tid, uint64_t lsn);
 extern const char *bench_verify(BenchFile *bf, uint64_t *live);
 
+/* The descriptor of hash's shard as a lock-free reader sees it (0: empty). */
+static inline uint64_t
+bench_descriptor(const BenchWorker *w, uint32_t hash)
+{
+	return __atomic_load_n(&w->file->mirror[pmh_shard_of(hash, w->table.shard_bits)],
+						   __ATOMIC_ACQUIRE);
+}
+
 /*
  * The published segment of hash's shard, as a lock-free reader sees it;
  * 0 if the shard is empty.
@@ -93,8 +101,7 @@ extern const char *bench_verify(BenchFile *bf, uint64_t *live);
 static inline int
 bench_segment(const BenchWorker *w, uint32_t hash, PmhSegment *seg)
 {
-	uint32_t	shard = pmh_shard_of(hash, w->table.shard_bits);
-	uint64_t	desc = __atomic_load_n(&w->file->mirror[shard], __ATOMIC_ACQUIRE);
+	uint64_t	desc = bench_descriptor(w, hash);
 
 	if (desc == 0)
 		return 0;
