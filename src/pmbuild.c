@@ -98,9 +98,9 @@ expected_entries(BuildState *bs)
 }
 
 /*
- * Whether entries more entries fit into a built shard without passing the
- * build fill; if not, the shard is rebuilt with them at that fill, so that
- * the finished index leaves the same room before growth however many
+ * Whether a built shard takes the given number of further entries without
+ * passing the build fill; if not, it is rebuilt with them at that fill, so
+ * that the finished index leaves the same room before growth however many
  * batches the build took.
  */
 static bool
