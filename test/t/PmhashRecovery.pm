@@ -178,9 +178,7 @@ EOS
 # update: single rows found by id or through the k and t indexes; probe:
 # index and bitmap scans; maint (one client): VACUUM, sometimes a
 # CHECKPOINT; standby: same-snapshot comparisons of the three scan kinds on
-# rt and on the table side that 003_standby creates, in one statement of a
-# repeatable-read transaction, so that a session never idles in a
-# transaction and a recovery conflict cancels just that statement.
+# rt and on the table side that 003_standby creates.
 sub workload_scripts
 {
 	my $dir = PostgreSQL::Test::Utils::tempdir();
@@ -225,9 +223,12 @@ EOS
 \set h random(0, 9)
 \set k random(1, 2000)
 \set k case when :h = 0 then 0 else :k end
-SET default_transaction_isolation = 'repeatable read';
-SELECT pm_check('rt', 'k', :k::text), pm_check('rt', 't', rt_t(:k)),
-	pm_check('rt', 'id', rt_random_id()::text), pm_check('side', 'k', (:k % 500)::text);
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+SELECT pm_check('rt', 'k', :k::text);
+SELECT pm_check('rt', 't', rt_t(:k));
+SELECT pm_check('rt', 'id', rt_random_id()::text);
+SELECT pm_check('side', 'k', (:k % 500)::text);
+COMMIT;
 EOS
 	);
 	my %path;
@@ -244,10 +245,8 @@ my $pgbench_runs = 0;
 # Start pgbench in the background against a node: clients, seconds,
 # scripts (list of "path@weight") and optionally rate (transactions per
 # second in all, so that the amount of work does not depend on the speed of
-# the machine) and retry (retry transactions that fail with a
-# serialization failure, such as a statement a standby cancelled for a
-# recovery conflict, until the time is up); its sessions are named
-# pgbench.  Returns a handle for finish_pgbench.
+# the machine); its sessions are named pgbench.  Returns a handle for
+# finish_pgbench.
 sub start_pgbench
 {
 	my ($node, $db, %opt) = @_;
@@ -255,7 +254,6 @@ sub start_pgbench
 	my @cmd = (
 		'pgbench', '-n', '-h', $node->host, '-p', $node->port,
 		'-c', $opt{clients}, '-j', 1, '-T', $opt{seconds}, ($opt{rate} ? ('-R', $opt{rate}) : ()),
-		($opt{retry} ? ('--max-tries=0') : ()),
 		(map { ('-f', $_) } @{ $opt{scripts} }), $db);
 	local $ENV{PGAPPNAME} = 'pgbench';
 	my $h = IPC::Run::start(\@cmd, '<', \undef, '>', $out, '2>&1',
