@@ -53,8 +53,9 @@ $(OBJS): $(wildcard $(srcdir)/src/*.h $(srcdir)/src/core/*.h)
 
 # the core builds and is tested without PostgreSQL
 CORE_SRCS = $(wildcard $(srcdir)/src/core/*.c)
-test/core/test_core: $(srcdir)/test/core/test_core.c $(srcdir)/test/core/memtable.c $(CORE_SRCS)
-	$(CC) -std=gnu11 -O2 -g -Wall -Wextra -Werror -pthread -o $@ $^
+CORE_HDRS = $(wildcard $(srcdir)/src/core/*.h) $(srcdir)/test/core/memtable.h
+test/core/test_core: $(srcdir)/test/core/test_core.c $(srcdir)/test/core/memtable.c $(CORE_SRCS) $(CORE_HDRS)
+	$(CC) -std=gnu11 -O2 -g -Wall -Wextra -Werror -pthread -o $@ $(filter %.c,$^)
 
 .PHONY: core-check
 core-check: test/core/test_core

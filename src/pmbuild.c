@@ -192,6 +192,7 @@ build_callback(Relation index pg_attribute_unused(), ItemPointer tid, Datum *val
 
 	if (isnull[0])
 		return;
+	pmh_check_tid(bs->index, tid);
 	if (bs->nentries == bs->maxentries)
 		flush_batch(bs);
 	if (ItemPointerGetBlockNumber(tid) != bs->last_block)

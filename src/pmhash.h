@@ -221,6 +221,7 @@ extern void pmh_raise_damaged(Relation index, const char *detail) pg_attribute_n
 extern void pmh_flush_pending_all(void);
 extern void pmh_discard_pending_all(void);
 extern uint32 pmh_hash_datum(Relation index, Datum value);
+extern void pmh_check_tid(Relation index, ItemPointer tid);
 extern void pmh_insert_entry(Relation index, PmhIndex *ix, uint32 hash, ItemPointer tid);
 extern void pmh_lookup_entries(Relation index, PmhIndex *ix, Relation heap, uint32 hash,
 							   ItemPointer *tids, int *ntids, int *maxtids);

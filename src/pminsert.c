@@ -27,6 +27,7 @@ pmhashinsert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
 
 	if (isnull[0])
 		return false;
+	pmh_check_tid(index, ht_ctid);
 	hash = pmh_hash_datum(index, values[0]);
 	ix = pmh_open(index);
 	pmh_insert_entry(index, ix, hash, ht_ctid);

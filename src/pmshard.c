@@ -14,6 +14,7 @@
 #include "postgres.h"
 
 #include "access/genam.h"
+#include "access/htup_details.h"
 #include "access/xlog.h"
 #include "storage/bufmgr.h"
 #include "storage/itemptr.h"
@@ -24,6 +25,8 @@
 
 StaticAssertDecl(sizeof(PmhTid) == sizeof(ItemPointerData),
 				 "PmhTid must have the layout of ItemPointerData");
+StaticAssertDecl(MaxHeapTuplesPerPage <= PMH_MAX_OFFSET,
+				 "bucket slots hold heap TID offsets in 9 bits");
 
 /* 32-bit hash of an indexed value, with the index's opclass and collation. */
 uint32
@@ -32,6 +35,21 @@ pmh_hash_datum(Relation index, Datum value)
 	FmgrInfo   *proc = index_getprocinfo(index, 1, 1);
 
 	return DatumGetUInt32(FunctionCall1Coll(proc, index->rd_indcollation[0], value));
+}
+
+/*
+ * Refuse a TID whose offset a bucket slot cannot hold; heap TIDs always fit,
+ * other table access methods may use larger offsets.
+ */
+void
+pmh_check_tid(Relation index, ItemPointer tid)
+{
+	if (ItemPointerGetOffsetNumberNoCheck(tid) > PMH_MAX_OFFSET)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("pmhash index \"%s\" cannot store item pointer offset %u",
+						RelationGetRelationName(index), ItemPointerGetOffsetNumberNoCheck(tid)),
+				 errdetail("Offsets above %d are not supported.", PMH_MAX_OFFSET)));
 }
 
 /*

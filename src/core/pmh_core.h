@@ -220,9 +220,9 @@ extern int	pmh_decode_entries(const uint8_t *data, size_t len, uint64_t count, i
 extern uint32_t pmh_crc32c(const void *data, size_t len);
 
 /* pmh_match.c */
-extern uint32_t pmh_match_hashes(const uint32_t *hashes, uint32_t hash);
+extern uint32_t pmh_match_tags(const uint16_t *tags, uint16_t tag);
 extern const char *pmh_match_impl(void);
-extern void pmh_match_force_scalar(int scalar);
+extern int	pmh_match_use(const char *name);
 
 /* pmh_file.c */
 extern uint64_t pmh_directory_units(uint32_t shard_bits);

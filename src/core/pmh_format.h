@@ -14,7 +14,7 @@
  * shard_bits bits.  Each shard owns at most one segment:
  *
  *	 unit 0        segment header
- *	 units 1..n    n buckets of 22 (hash, TID) slots, linear probing
+ *	 units 1..n    n buckets of 28 (hash code, TID) slots, linear probing
  *	 units n+1..   posting blocks holding the TIDs of heavily duplicated keys
  *
  * Changes become visible, and crash-atomic, through single aligned 8-byte
@@ -37,11 +37,11 @@
 
 #define PMH_UNIT_SIZE			256
 #define PMH_HEADER_UNITS		16
-#define PMH_FORMAT_VERSION		1
+#define PMH_FORMAT_VERSION		2
 #define PMH_FILE_MAGIC			UINT64_C(0x3148534148504d50)	/* "PMPHASH1" */
 #define PMH_SEGMENT_MAGIC		UINT64_C(0x544e454d47455350)	/* "PSEGMENT" */
 
-#define PMH_BUCKET_SLOTS		22
+#define PMH_BUCKET_SLOTS		28
 #define PMH_POSTING_SLOTS		37
 #define PMH_MAX_SHARD_BITS		16
 #define PMH_MAX_SEGMENT_BUCKETS ((UINT32_C(1) << 24) - 1)
@@ -49,7 +49,7 @@
 
 /* bucket commit word: valid bits, overflow bit, sequence number */
 #define PMH_VALID_MASK			((UINT64_C(1) << PMH_BUCKET_SLOTS) - 1)
-#define PMH_OVERFLOW_BIT		(UINT64_C(1) << 22)
+#define PMH_OVERFLOW_BIT		(UINT64_C(1) << PMH_BUCKET_SLOTS)
 #define PMH_SEQ_SHIFT			32
 #define PMH_SEQ_ONE				(UINT64_C(1) << PMH_SEQ_SHIFT)
 
@@ -60,6 +60,22 @@
 /* directory descriptor: segment unit (40 bits) and bucket count (24 bits) */
 #define PMH_DESC_UNIT_BITS		40
 #define PMH_DESC_UNIT_MASK		((UINT64_C(1) << PMH_DESC_UNIT_BITS) - 1)
+
+/*
+ * A bucket slot keeps 23 bits of its entry's hash, its code: the bits below
+ * the shard bits, which every entry of a segment shares.  With 9 or more
+ * shard bits that is the whole hash; with fewer, the lowest 9 - shard_bits
+ * bits of the hash are dropped, and the segment stores the hash with them
+ * clear (its canonical form).  The code's low 16 bits form the slot's tag,
+ * which lookups compare 16 slots at a time; its high 7 bits, which mostly
+ * repeat what the home bucket says, share a 16-bit field with the TID's
+ * offset, which needs 9 bits.
+ */
+#define PMH_CODE_BITS			23
+#define PMH_TAG_BITS			16
+#define PMH_OFFSET_BITS			9
+#define PMH_OFFSET_MASK			((UINT16_C(1) << PMH_OFFSET_BITS) - 1)
+#define PMH_MAX_OFFSET			PMH_OFFSET_MASK
 
 /*
  * A heap TID, laid out exactly as PostgreSQL's ItemPointerData (block number
@@ -80,9 +96,9 @@ typedef struct PmhBucket
 	uint64_t	unverified;		/* slots to check against the heap */
 	uint64_t	lsn;			/* WAL position of the last logged change */
 	uint64_t	reserved;
-	uint32_t	hash[PMH_BUCKET_SLOTS];
-	PmhTid		tid[PMH_BUCKET_SLOTS];
-	uint32_t	pad;
+	uint16_t	tag[PMH_BUCKET_SLOTS];	/* high 16 bits of each slot's code */
+	PmhTid		slot[PMH_BUCKET_SLOTS]; /* TID; code's low 7 bits atop the
+										 * offset */
 } PmhBucket;
 
 /*
@@ -187,17 +203,73 @@ pmh_shard_of(uint32_t hash, uint32_t shard_bits)
 	return shard_bits == 0 ? 0 : hash >> (32 - shard_bits);
 }
 
+/* The 23 bits of a hash below its shard bits that a bucket slot keeps. */
+static inline uint32_t
+pmh_hash_code(uint32_t hash, uint32_t shard_bits)
+{
+	return (hash << shard_bits) >> (32 - PMH_CODE_BITS);
+}
+
+/* The hash a slot's code stands for in a shard (the canonical hash). */
+static inline uint32_t
+pmh_code_hash(uint32_t code, uint32_t shard, uint32_t shard_bits)
+{
+	uint32_t	rest = (code << (32 - PMH_CODE_BITS)) >> shard_bits;
+
+	return shard_bits == 0 ? rest : (shard << (32 - shard_bits)) | rest;
+}
+
+/* A hash as a segment of a file with these shard bits stores it. */
+static inline uint32_t
+pmh_canonical_hash(uint32_t hash, uint32_t shard_bits)
+{
+	return pmh_code_hash(pmh_hash_code(hash, shard_bits), pmh_shard_of(hash, shard_bits),
+						 shard_bits);
+}
+
 /*
- * Home bucket of a hash code: the bits below the shard bits, scaled to the
- * bucket count by a multiply and shift, so that any bucket count works and
- * home buckets are ordered like hash codes within a shard.
+ * Home bucket of a hash code: the code scaled to the bucket count by a
+ * multiply and shift, so that any bucket count works and home buckets are
+ * ordered like hash codes within a shard.
  */
 static inline uint32_t
-pmh_home_bucket(uint32_t hash, uint32_t shard_bits, uint32_t nbuckets)
+pmh_home_bucket(uint32_t code, uint32_t nbuckets)
 {
-	uint32_t	rest = hash << shard_bits;
+	return (uint32_t) (((uint64_t) code * nbuckets) >> PMH_CODE_BITS);
+}
 
-	return (uint32_t) (((uint64_t) rest * nbuckets) >> 32);
+/* The code of the entry in slot i of a bucket. */
+static inline uint32_t
+pmh_slot_code(const PmhBucket *bucket, int i)
+{
+	return (uint32_t) bucket->tag[i] |
+		((uint32_t) (bucket->slot[i].offset >> PMH_OFFSET_BITS) << PMH_TAG_BITS);
+}
+
+/* The TID (or chain reference) in slot i of a bucket. */
+static inline PmhTid
+pmh_slot_tid(const PmhBucket *bucket, int i)
+{
+	PmhTid		tid = bucket->slot[i];
+
+	tid.offset &= PMH_OFFSET_MASK;
+	return tid;
+}
+
+/* A slot's TID field for an entry: the TID with the code's low bits added. */
+static inline PmhTid
+pmh_slot_value(uint32_t code, PmhTid tid)
+{
+	tid.offset |= (uint16_t) ((code >> PMH_TAG_BITS) << PMH_OFFSET_BITS);
+	return tid;
+}
+
+/* Write an entry's code and TID into slot i of a bucket. */
+static inline void
+pmh_slot_set(PmhBucket *bucket, int i, uint32_t code, PmhTid tid)
+{
+	bucket->tag[i] = (uint16_t) code;
+	bucket->slot[i] = pmh_slot_value(code, tid);
 }
 
 /* TID block number. */

@@ -84,12 +84,35 @@ pmh_segment_nposting(const PmhSegment *seg)
 	return ((const PmhSegmentHeader *) seg->base)->nposting;
 }
 
+/* Keep the slots of tag_mask whose high code bits match too. */
+static inline uint32_t
+pmh_filter_code(const PmhBucket *bucket, uint32_t tag_mask, uint32_t code)
+{
+	uint32_t	mask = 0;
+
+	for (uint32_t m = tag_mask; m; m &= m - 1)
+	{
+		int			i = __builtin_ctz(m);
+
+		if ((uint32_t) (bucket->slot[i].offset >> PMH_OFFSET_BITS) == code >> PMH_TAG_BITS)
+			mask |= UINT32_C(1) << i;
+	}
+	return mask;
+}
+
+/* Slots of a bucket (valid or not) that hold the code. */
+static inline uint32_t
+pmh_match_code(const PmhBucket *bucket, uint32_t code)
+{
+	return pmh_filter_code(bucket, pmh_match_tags(bucket->tag, (uint16_t) code), code);
+}
+
 /*
  * The chain a reference points to, or NULL if the reference does not fit the
- * segment's posting area or the chain belongs to another hash.
+ * segment's posting area or the chain belongs to another hash code.
  */
 static inline PmhPosting *
-pmh_chain_first(const PmhSegment *seg, PmhTid ref, uint32_t hash)
+pmh_chain_first(const PmhSegment *seg, PmhTid ref, uint32_t code)
 {
 	uint64_t	first_unit = (uint64_t) seg->nbuckets + 1;
 	uint64_t	end_unit = first_unit + pmh_segment_nposting(seg);
@@ -101,14 +124,14 @@ pmh_chain_first(const PmhSegment *seg, PmhTid ref, uint32_t hash)
 	if (unit < first_unit || unit >= end_unit)
 		return NULL;
 	first = pmh_posting(seg, unit);
-	if (first->hash != hash || first->nblocks == 0 ||
+	if (pmh_hash_code(first->hash, seg->shard_bits) != code || first->nblocks == 0 ||
 		unit + first->nblocks > end_unit)
 		return NULL;
 	return first;
 }
 
 /* pmh_modify.c: place an entry into a segment image nobody can see yet */
-extern void pmh_image_place(const PmhSegment *seg, uint32_t *cursor, uint32_t hash,
+extern void pmh_image_place(const PmhSegment *seg, uint32_t *cursor, uint32_t code,
 							PmhTid tid, uint16_t flags, uint64_t lsn);
 
 #endif							/* PMH_INTERNAL_H */

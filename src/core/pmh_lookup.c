@@ -11,8 +11,8 @@
  * overflow bit is clear.
  *
  * A batched lookup overlaps the memory latencies of many keys in three
- * stages: it loads the hash codes of a key's home bucket, then compares
- * them and loads the TIDs of the matching slots and the next bucket of an
+ * stages: it loads the tags of a key's home bucket, then compares them and
+ * loads the matching slots and the next bucket of an
  * overflowing run, then copies, validates and follows the run.  A key whose
  * bucket changed between the stages or refers to a posting chain is looked
  * up again from the start.
@@ -44,6 +44,7 @@ typedef struct BatchKey
 {
 	const PmhBucket *bucket;	/* home bucket, NULL if the shard is empty */
 	uint32_t	home;			/* its number */
+	uint32_t	code;			/* the key's hash code in its segment */
 	uint64_t	commit;			/* commit word the comparison saw */
 	uint32_t	mask;			/* valid slots holding the hash */
 } BatchKey;
@@ -88,18 +89,22 @@ lookup_chain(const PmhPosting *first, PmhTidSink sink, void *arg)
 	return PMH_OK;
 }
 
-/* Copy the TIDs of the slots in mask; chain references go apart. */
+/*
+ * Copy the TIDs of the slots in tag_mask that hold the code; chain references
+ * go apart.
+ */
 static inline void
-copy_slots(const PmhBucket *bucket, uint32_t mask, BucketCopy *out)
+copy_slots(const PmhBucket *bucket, uint32_t tag_mask, uint32_t code, BucketCopy *out)
 {
 	uint64_t	flags = bucket->unverified;
+	uint32_t	mask = pmh_filter_code(bucket, tag_mask, code);
 
 	out->ntids = out->nrefs = 0;
 	out->unverified = 0;
 	while (mask)
 	{
 		int			i = __builtin_ctz(mask);
-		PmhTid		tid = bucket->tid[i];
+		PmhTid		tid = pmh_slot_tid(bucket, i);
 
 		mask &= mask - 1;
 		if (pmh_is_chain_ref(tid))
@@ -113,13 +118,14 @@ copy_slots(const PmhBucket *bucket, uint32_t mask, BucketCopy *out)
 }
 
 /*
- * Deliver every TID stored under hash from bucket b to the end of its run
- * of overflowing buckets.
+ * Deliver every TID stored under a hash code from bucket b to the end of its
+ * run of overflowing buckets.
  */
 static PmhStatus
-lookup_from(const PmhSegment *seg, uint32_t hash, uint32_t b, PmhTidSink sink, void *arg)
+lookup_from(const PmhSegment *seg, uint32_t code, uint32_t b, PmhTidSink sink, void *arg)
 {
 	uint32_t	nbuckets = seg->nbuckets;
+	uint16_t	tag = (uint16_t) code;
 
 	for (uint32_t step = 0; step < nbuckets; step++)
 	{
@@ -135,7 +141,7 @@ lookup_from(const PmhSegment *seg, uint32_t hash, uint32_t b, PmhTidSink sink, v
 			c1 = pmh_load_acquire(&bucket->commit);
 			if (c1 & PMH_OVERFLOW_BIT)
 				__builtin_prefetch(pmh_bucket(seg, pmh_next_bucket(b, nbuckets)), 0, 3);
-			copy_slots(bucket, pmh_match_hashes(bucket->hash, hash) & (uint32_t) c1, &copy);
+			copy_slots(bucket, pmh_match_tags(bucket->tag, tag) & (uint32_t) c1, code, &copy);
 			if (pmh_reload(&bucket->commit) == c1)
 				break;
 			if (++attempt > PMH_LOOKUP_RETRIES)
@@ -145,7 +151,7 @@ lookup_from(const PmhSegment *seg, uint32_t hash, uint32_t b, PmhTidSink sink, v
 			sink(arg, copy.tids, copy.ntids, copy.unverified);
 		for (int r = 0; r < copy.nrefs; r++)
 		{
-			const PmhPosting *first = pmh_chain_first(seg, copy.refs[r], hash);
+			const PmhPosting *first = pmh_chain_first(seg, copy.refs[r], code);
 			PmhStatus	st;
 
 			if (first == NULL)
@@ -165,10 +171,11 @@ lookup_from(const PmhSegment *seg, uint32_t hash, uint32_t b, PmhTidSink sink, v
 PmhStatus
 pmh_lookup(const PmhSegment *seg, uint32_t hash, PmhTidSink sink, void *arg)
 {
+	uint32_t	code = pmh_hash_code(hash, seg->shard_bits);
+
 	if (seg->nbuckets == 0)
 		return PMH_OK;
-	return lookup_from(seg, hash, pmh_home_bucket(hash, seg->shard_bits, seg->nbuckets),
-					   sink, arg);
+	return lookup_from(seg, code, pmh_home_bucket(code, seg->nbuckets), sink, arg);
 }
 
 /* Batched lookup, first stage: start loading the key's home bucket. */
@@ -180,7 +187,8 @@ stage_load(BatchKey *key, const PmhSegment *seg, uint32_t hash)
 	key->bucket = NULL;
 	if (seg->nbuckets == 0)
 		return;
-	key->home = pmh_home_bucket(hash, seg->shard_bits, seg->nbuckets);
+	key->code = pmh_hash_code(hash, seg->shard_bits);
+	key->home = pmh_home_bucket(key->code, seg->nbuckets);
 	bucket = (const char *) pmh_bucket(seg, key->home);
 	__builtin_prefetch(bucket, 0, 3);
 	__builtin_prefetch(bucket + 64, 0, 3);
@@ -188,11 +196,11 @@ stage_load(BatchKey *key, const PmhSegment *seg, uint32_t hash)
 }
 
 /*
- * Batched lookup, second stage: compare the hash codes, and start loading
- * the TIDs of the matching slots and the next bucket of an overflowing run.
+ * Batched lookup, second stage: compare the tags, and start loading the
+ * slots that match and the next bucket of an overflowing run.
  */
 static inline void
-stage_compare(BatchKey *key, const PmhSegment *seg, uint32_t hash)
+stage_compare(BatchKey *key, const PmhSegment *seg)
 {
 	const PmhBucket *bucket = key->bucket;
 	uint32_t	mask;
@@ -200,12 +208,13 @@ stage_compare(BatchKey *key, const PmhSegment *seg, uint32_t hash)
 	if (bucket == NULL)
 		return;
 	key->commit = pmh_load_acquire(&bucket->commit);
-	mask = pmh_match_hashes(bucket->hash, hash) & (uint32_t) key->commit;
+	mask = pmh_match_tags(bucket->tag, (uint16_t) key->code) &
+		(uint32_t) key->commit;
 	key->mask = mask;
 	if (mask)
 	{
-		__builtin_prefetch(&bucket->tid[__builtin_ctz(mask)], 0, 3);
-		__builtin_prefetch(&bucket->tid[31 - __builtin_clz(mask)], 0, 3);
+		__builtin_prefetch(&bucket->slot[__builtin_ctz(mask)], 0, 3);
+		__builtin_prefetch(&bucket->slot[31 - __builtin_clz(mask)], 0, 3);
 	}
 	if (key->commit & PMH_OVERFLOW_BIT)
 	{
@@ -232,13 +241,14 @@ stage_deliver(const BatchKey *key, const PmhSegment *seg, uint32_t hash,
 
 	if (bucket == NULL)
 		return PMH_OK;
-	copy_slots(bucket, key->mask, &copy);
+	copy_slots(bucket, key->mask, key->code, &copy);
 	if (copy.nrefs > 0 || pmh_reload(&bucket->commit) != key->commit)
 		return pmh_lookup(seg, hash, sink, arg);
 	if (copy.ntids > 0)
 		sink(arg, copy.tids, copy.ntids, copy.unverified);
 	if (key->commit & PMH_OVERFLOW_BIT)
-		return lookup_from(seg, hash, pmh_next_bucket(key->home, seg->nbuckets), sink, arg);
+		return lookup_from(seg, key->code, pmh_next_bucket(key->home, seg->nbuckets), sink,
+						   arg);
 	return PMH_OK;
 }
 
@@ -263,7 +273,7 @@ pmh_lookup_batch(const PmhSegment *segs, const uint32_t *hashes, int n,
 		if (t < n)
 			stage_load(&ring[t % PMH_LOOKUP_RING], &segs[t], hashes[t]);
 		if (c >= 0 && c < n)
-			stage_compare(&ring[c % PMH_LOOKUP_RING], &segs[c], hashes[c]);
+			stage_compare(&ring[c % PMH_LOOKUP_RING], &segs[c]);
 		if (f >= 0)
 			status[f] = stage_deliver(&ring[f % PMH_LOOKUP_RING], &segs[f], hashes[f],
 									  sink, args[f]);

@@ -1,12 +1,13 @@
 /*-------------------------------------------------------------------------
  *
  * pmh_match.c
- *	  Compare a bucket's 22 stored hash codes with a probe hash.
+ *	  Compare a bucket's 28 slot tags with a probe's tag.
  *
- * The AVX2 version compares 24 lanes in three instructions; the two lanes
- * past the hash array read the start of the TID array of the same bucket and
- * are masked off.  The implementation is chosen once, at first use, from what
- * the CPU supports; a scalar loop serves every other platform.
+ * The AVX2 version compares 32 lanes in two instructions, the SSE2 version
+ * in four; the four lanes past the tag array read the start of the slot
+ * array of the same bucket and are masked off.  The implementation is
+ * chosen once, at first use, from what the CPU supports; a scalar loop
+ * serves every other platform.
  *
  * Copyright (c) 2026, pmhash developers
  *
@@ -15,63 +16,62 @@
  *
  *-------------------------------------------------------------------------
  */
+#include <string.h>
+
 #include "pmh_core.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
 
-typedef uint32_t (*MatchFn) (const uint32_t *hashes, uint32_t hash);
+typedef uint32_t (*MatchFn) (const uint16_t *tags, uint16_t tag);
 
-static uint32_t match_dispatch(const uint32_t *hashes, uint32_t hash);
+static uint32_t match_dispatch(const uint16_t *tags, uint16_t tag);
 
 static MatchFn match_fn = match_dispatch;
 static const char *match_name = "unselected";
 
 /* Portable comparison, one slot at a time. */
 static uint32_t
-match_scalar(const uint32_t *hashes, uint32_t hash)
+match_scalar(const uint16_t *tags, uint16_t tag)
 {
 	uint32_t	mask = 0;
 
 	for (int i = 0; i < PMH_BUCKET_SLOTS; i++)
-		mask |= (uint32_t) (hashes[i] == hash) << i;
+		mask |= (uint32_t) (tags[i] == tag) << i;
 	return mask;
 }
 
 #if defined(__x86_64__)
 
-/* SSE2 comparison, four slots per instruction; SSE2 is baseline on x86-64. */
+/* SSE2 comparison, eight slots per instruction; SSE2 is baseline on x86-64. */
 static uint32_t
-match_sse2(const uint32_t *hashes, uint32_t hash)
+match_sse2(const uint16_t *tags, uint16_t tag)
 {
-	__m128i		key = _mm_set1_epi32((int) hash);
-	uint32_t	mask = 0;
+	__m128i		key = _mm_set1_epi16((short) tag);
+	__m128i		c0 = _mm_cmpeq_epi16(_mm_loadu_si128((const __m128i *) tags), key);
+	__m128i		c1 = _mm_cmpeq_epi16(_mm_loadu_si128((const __m128i *) (tags + 8)), key);
+	__m128i		c2 = _mm_cmpeq_epi16(_mm_loadu_si128((const __m128i *) (tags + 16)), key);
+	__m128i		c3 = _mm_cmpeq_epi16(_mm_loadu_si128((const __m128i *) (tags + 24)), key);
+	uint32_t	low = (uint32_t) _mm_movemask_epi8(_mm_packs_epi16(c0, c1));
+	uint32_t	high = (uint32_t) _mm_movemask_epi8(_mm_packs_epi16(c2, c3));
 
-	for (int i = 0; i < 6; i++)
-	{
-		__m128i		v = _mm_loadu_si128((const __m128i *) (hashes + 4 * i));
-		int			m = _mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(v, key)));
-
-		mask |= (uint32_t) m << (4 * i);
-	}
-	return mask & (uint32_t) PMH_VALID_MASK;
+	return (low | (high << 16)) & (uint32_t) PMH_VALID_MASK;
 }
 
-/* AVX2 comparison, eight slots per instruction. */
+/* AVX2 comparison, sixteen slots per instruction. */
 __attribute__((target("avx2")))
 static uint32_t
-match_avx2(const uint32_t *hashes, uint32_t hash)
+match_avx2(const uint16_t *tags, uint16_t tag)
 {
-	__m256i		key = _mm256_set1_epi32((int) hash);
-	__m256i		v0 = _mm256_loadu_si256((const __m256i *) hashes);
-	__m256i		v1 = _mm256_loadu_si256((const __m256i *) (hashes + 8));
-	__m256i		v2 = _mm256_loadu_si256((const __m256i *) (hashes + 16));
-	uint32_t	m0 = (uint32_t) _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(v0, key)));
-	uint32_t	m1 = (uint32_t) _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(v1, key)));
-	uint32_t	m2 = (uint32_t) _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(v2, key)));
+	__m256i		key = _mm256_set1_epi16((short) tag);
+	__m256i		c0 = _mm256_cmpeq_epi16(_mm256_loadu_si256((const __m256i *) tags), key);
+	__m256i		c1 = _mm256_cmpeq_epi16(_mm256_loadu_si256((const __m256i *) (tags + 16)), key);
 
-	return (m0 | (m1 << 8) | (m2 << 16)) & (uint32_t) PMH_VALID_MASK;
+	/* packing interleaves the 128-bit halves; the permutation restores order */
+	__m256i		packed = _mm256_permute4x64_epi64(_mm256_packs_epi16(c0, c1), 0xD8);
+
+	return (uint32_t) _mm256_movemask_epi8(packed) & (uint32_t) PMH_VALID_MASK;
 }
 #endif
 
@@ -101,17 +101,17 @@ match_select(void)
 
 /* First call: select, then compare. */
 static uint32_t
-match_dispatch(const uint32_t *hashes, uint32_t hash)
+match_dispatch(const uint16_t *tags, uint16_t tag)
 {
 	match_select();
-	return match_fn(hashes, hash);
+	return match_fn(tags, tag);
 }
 
-/* Bit i of the result is set when slot i holds the given hash. */
+/* Bit i of the result is set when slot i has the given tag. */
 uint32_t
-pmh_match_hashes(const uint32_t *hashes, uint32_t hash)
+pmh_match_tags(const uint16_t *tags, uint16_t tag)
 {
-	return match_fn(hashes, hash);
+	return match_fn(tags, tag);
 }
 
 /* Name of the implementation in use. */
@@ -123,15 +123,33 @@ pmh_match_impl(void)
 	return match_name;
 }
 
-/* Force the scalar implementation (for tests), or restore the best one. */
-void
-pmh_match_force_scalar(int scalar)
+/*
+ * Use the named implementation (for tests), or the best one for NULL.
+ * Returns 0 if this CPU cannot run the named one.
+ */
+int
+pmh_match_use(const char *name)
 {
-	if (scalar)
+	if (name == NULL)
+		match_select();
+	else if (strcmp(name, "scalar") == 0)
 	{
 		match_name = "scalar";
 		__atomic_store_n(&match_fn, match_scalar, __ATOMIC_RELEASE);
 	}
+#if defined(__x86_64__)
+	else if (strcmp(name, "sse2") == 0)
+	{
+		match_name = "sse2";
+		__atomic_store_n(&match_fn, match_sse2, __ATOMIC_RELEASE);
+	}
+	else if (strcmp(name, "avx2") == 0 && __builtin_cpu_supports("avx2"))
+	{
+		match_name = "avx2";
+		__atomic_store_n(&match_fn, match_avx2, __ATOMIC_RELEASE);
+	}
+#endif
 	else
-		match_select();
+		return 0;
+	return 1;
 }

@@ -54,6 +54,7 @@ typedef struct Lookout
 {
 	PmhInsertMode mode;
 	PmhTid		tid;
+	PmhTid		slot;			/* the TID as a bucket slot holds it */
 	uint64_t	since;			/* replay: buckets stamped at or after this */
 } Lookout;
 
@@ -67,8 +68,8 @@ suspects(const Lookout *look, uint64_t candidates, uint64_t unverified, uint64_t
 }
 
 /*
- * Look for the entry among the suspect slots.  0: not there; 1: there;
- * 2: there unverified, and now confirmed.
+ * Look for a TID (as the slots hold it) among the suspect slots.  0: not
+ * there; 1: there; 2: there unverified, and now confirmed.
  */
 static int
 confirm(uint64_t suspect, const PmhTid *tids, uint64_t *unverified, PmhTid tid,
@@ -108,13 +109,13 @@ chain_holds(PmhPosting *first, const Lookout *look, const PmhPersist *persist)
 	return 0;
 }
 
-/* Walk the run of hash from its home bucket. */
+/* Walk the run of a hash code from its home bucket. */
 static void
-scan_run(const PmhSegment *seg, uint32_t hash, int want_chain, const Lookout *look,
+scan_run(const PmhSegment *seg, uint32_t code, int want_chain, const Lookout *look,
 		 const PmhPersist *persist, RunScan *rs)
 {
 	uint32_t	nbuckets = seg->nbuckets;
-	uint32_t	b = pmh_home_bucket(hash, seg->shard_bits, nbuckets);
+	uint32_t	b = pmh_home_bucket(code, nbuckets);
 
 	rs->free_bucket = NO_BUCKET;
 	rs->end_bucket = NO_BUCKET;
@@ -134,19 +135,20 @@ scan_run(const PmhSegment *seg, uint32_t hash, int want_chain, const Lookout *lo
 			rs->free_bucket = b;
 		if (want_chain)
 		{
-			uint32_t	mask = pmh_match_hashes(bucket->hash, hash) & valid;
+			uint32_t	mask = pmh_match_code(bucket, code) & valid;
 
 			if (look && !rs->present)
 				rs->present = confirm(suspects(look, mask, bucket->unverified, bucket->lsn),
-									  bucket->tid, &bucket->unverified, look->tid, persist);
+									  bucket->slot, &bucket->unverified, look->slot, persist);
 			while (mask && rs->chain == NULL)
 			{
 				int			i = __builtin_ctz(mask);
+				PmhTid		tid = pmh_slot_tid(bucket, i);
 
 				mask &= mask - 1;
-				if (pmh_is_chain_ref(bucket->tid[i]))
+				if (pmh_is_chain_ref(tid))
 				{
-					rs->chain = pmh_chain_first(seg, bucket->tid[i], hash);
+					rs->chain = pmh_chain_first(seg, tid, code);
 					rs->chain_bucket = bucket;
 					rs->chain_unverified = (bucket->unverified >> i) & 1;
 					if (rs->chain == NULL)
@@ -175,24 +177,24 @@ pmh_prefetch_insert(const PmhSegment *seg, uint32_t hash)
 
 	if (seg->nbuckets == 0)
 		return;
-	bucket = (const char *) pmh_bucket(seg, pmh_home_bucket(hash, seg->shard_bits, seg->nbuckets));
+	bucket = (const char *) pmh_bucket(seg, pmh_home_bucket(pmh_hash_code(hash, seg->shard_bits),
+															seg->nbuckets));
 	for (int line = 0; line < PMH_UNIT_SIZE; line += 64)
 		__builtin_prefetch(bucket + line, 1, 3);
 }
 
 /* Write an entry into a free slot of a bucket and commit it. */
 static void
-commit_slot(PmhBucket *bucket, uint32_t hash, PmhTid tid, uint16_t flags,
+commit_slot(PmhBucket *bucket, uint32_t code, PmhTid tid, uint16_t flags,
 			uint64_t lsn, const PmhPersist *persist)
 {
 	uint64_t	c = bucket->commit;
 	int			i = __builtin_ctzll(~c & PMH_VALID_MASK);
 	uint64_t	bit = UINT64_C(1) << i;
 
-	bucket->hash[i] = hash;
-	bucket->tid[i] = tid;
-	pmh_flush(persist, &bucket->hash[i], sizeof(uint32_t));
-	pmh_flush(persist, &bucket->tid[i], sizeof(PmhTid));
+	pmh_slot_set(bucket, i, code, tid);
+	pmh_flush(persist, &bucket->tag[i], sizeof(uint16_t));
+	pmh_flush(persist, &bucket->slot[i], sizeof(PmhTid));
 	pmh_drain(persist);
 	if (flags & PMH_ENTRY_UNVERIFIED)
 		bucket->unverified |= bit;
@@ -210,7 +212,7 @@ commit_slot(PmhBucket *bucket, uint32_t hash, PmhTid tid, uint16_t flags,
  * to max_extend buckets.  PMH_FULL when neither works.
  */
 static PmhStatus
-place_entry(const PmhSegment *seg, const RunScan *rs, uint32_t hash, PmhTid tid,
+place_entry(const PmhSegment *seg, const RunScan *rs, uint32_t code, PmhTid tid,
 			uint16_t flags, uint64_t lsn, const PmhPersist *persist, uint32_t max_extend)
 {
 	uint32_t	nbuckets = seg->nbuckets;
@@ -219,7 +221,7 @@ place_entry(const PmhSegment *seg, const RunScan *rs, uint32_t hash, PmhTid tid,
 
 	if (rs->free_bucket != NO_BUCKET)
 	{
-		commit_slot(pmh_bucket(seg, rs->free_bucket), hash, tid, flags, lsn, persist);
+		commit_slot(pmh_bucket(seg, rs->free_bucket), code, tid, flags, lsn, persist);
 		return PMH_OK;
 	}
 	if (rs->end_bucket == NO_BUCKET)
@@ -247,7 +249,7 @@ place_entry(const PmhSegment *seg, const RunScan *rs, uint32_t hash, PmhTid tid,
 						  (passed->commit | PMH_OVERFLOW_BIT) + PMH_SEQ_ONE);
 		pmh_flush(persist, &passed->commit, sizeof(uint64_t));
 	}
-	commit_slot(pmh_bucket(seg, target), hash, tid, flags, lsn, persist);
+	commit_slot(pmh_bucket(seg, target), code, tid, flags, lsn, persist);
 	return PMH_OK;
 }
 
@@ -293,13 +295,14 @@ pmh_insert(const PmhSegment *seg, uint32_t hash, PmhTid tid, uint64_t lsn,
 		   const PmhPersist *persist, PmhInsertMode mode, uint64_t since,
 		   unsigned *effects)
 {
-	Lookout		look = {mode, tid, since};
+	uint32_t	code = pmh_hash_code(hash, seg->shard_bits);
+	Lookout		look = {mode, tid, pmh_slot_value(code, tid), since};
 	RunScan		rs;
 
 	*effects = 0;
 	if (seg->nbuckets == 0)
 		return PMH_FULL;
-	scan_run(seg, hash, 1, &look, persist, &rs);
+	scan_run(seg, code, 1, &look, persist, &rs);
 	if (rs.corrupt)
 		return PMH_CORRUPT;
 	/* a chain can hold the entry only if it has unverified ones, or changed since */
@@ -326,14 +329,14 @@ pmh_insert(const PmhSegment *seg, uint32_t hash, PmhTid tid, uint64_t lsn,
 			return PMH_OK;
 	}
 	*effects = PMH_USED_SLOT;
-	return place_entry(seg, &rs, hash, tid, 0, lsn, persist, PMH_MAX_PROBE);
+	return place_entry(seg, &rs, code, tid, 0, lsn, persist, PMH_MAX_PROBE);
 }
 
 /*
  * Place an entry into a segment image that nobody else can see yet, however
  * far its run must extend.  The image must have a free slot somewhere.
  *
- * Entries must arrive in hash order, hence in home bucket order; *cursor
+ * Entries must arrive in code order, hence in home bucket order; *cursor
  * (0 before the first entry) remembers the bucket the last one went to.
  * Every bucket from an entry's home up to that bucket is then known to be
  * full and marked as overflowing, so the search starts at the later of the
@@ -341,11 +344,11 @@ pmh_insert(const PmhSegment *seg, uint32_t hash, PmhTid tid, uint64_t lsn,
  * bucket is walked.
  */
 void
-pmh_image_place(const PmhSegment *seg, uint32_t *cursor, uint32_t hash, PmhTid tid,
+pmh_image_place(const PmhSegment *seg, uint32_t *cursor, uint32_t code, PmhTid tid,
 				uint16_t flags, uint64_t lsn)
 {
 	uint32_t	nbuckets = seg->nbuckets;
-	uint32_t	home = pmh_home_bucket(hash, seg->shard_bits, nbuckets);
+	uint32_t	home = pmh_home_bucket(code, nbuckets);
 	RunScan		rs;
 
 	for (uint32_t b = home > *cursor ? home : *cursor; b < nbuckets; b++)
@@ -354,15 +357,15 @@ pmh_image_place(const PmhSegment *seg, uint32_t *cursor, uint32_t hash, PmhTid t
 
 		if ((bucket->commit & PMH_VALID_MASK) != PMH_VALID_MASK)
 		{
-			commit_slot(bucket, hash, tid, flags, lsn, NULL);
+			commit_slot(bucket, code, tid, flags, lsn, NULL);
 			*cursor = b;
 			return;
 		}
 		bucket->commit |= PMH_OVERFLOW_BIT;
 	}
 	*cursor = nbuckets;
-	scan_run(seg, hash, 0, NULL, NULL, &rs);
-	(void) place_entry(seg, &rs, hash, tid, flags, lsn, NULL, nbuckets);
+	scan_run(seg, code, 0, NULL, NULL, &rs);
+	(void) place_entry(seg, &rs, code, tid, flags, lsn, NULL, nbuckets);
 }
 
 /* Whether a chain holds a TID (the chain itself is stable). */
@@ -391,26 +394,27 @@ int
 pmh_contains(const PmhSegment *seg, uint32_t hash, PmhTid tid)
 {
 	uint32_t	nbuckets = seg->nbuckets;
+	uint32_t	code = pmh_hash_code(hash, seg->shard_bits);
 	uint32_t	b;
 
 	if (nbuckets == 0)
 		return 0;
-	b = pmh_home_bucket(hash, seg->shard_bits, nbuckets);
+	b = pmh_home_bucket(code, nbuckets);
 	for (uint32_t step = 0; step < nbuckets; step++)
 	{
 		PmhBucket  *bucket = pmh_bucket(seg, b);
 		uint64_t	c = bucket->commit;
-		uint32_t	mask = pmh_match_hashes(bucket->hash, hash) & (uint32_t) c;
+		uint32_t	mask = pmh_match_code(bucket, code) & (uint32_t) c;
 
 		while (mask)
 		{
 			int			i = __builtin_ctz(mask);
-			PmhTid		slot = bucket->tid[i];
+			PmhTid		slot = pmh_slot_tid(bucket, i);
 
 			mask &= mask - 1;
 			if (pmh_is_chain_ref(slot))
 			{
-				PmhPosting *first = pmh_chain_first(seg, slot, hash);
+				PmhPosting *first = pmh_chain_first(seg, slot, code);
 
 				if (first && chain_contains(first, tid))
 					return 1;
@@ -442,20 +446,38 @@ doomed(const PmhDeleteOps *ops, PmhTid tid, uint64_t bit, uint64_t *unverified)
 
 /*
  * The slots of a bucket or of a posting block, as a bulk delete sees them:
- * a bucket has a hash per slot and may hold chain references; a posting
- * block has one hash for all.
+ * a bucket has a hash code per slot and may hold chain references; a
+ * posting block has one hash for all.
  */
 typedef struct SlotGroup
 {
 	uint64_t   *commit;
 	uint64_t   *unverified;
 	uint64_t   *lsn;
-	const PmhTid *tid;
-	const uint32_t *hashes;		/* NULL for a posting block */
+	const PmhBucket *bucket;	/* NULL for a posting block */
+	const PmhTid *tid;			/* a posting block's TIDs */
 	uint32_t	hash;			/* the hash of a posting block */
+	uint32_t	shard;			/* for the hashes of a bucket's slots */
+	uint32_t	shard_bits;
 	uint64_t	valid_mask;
 	uint64_t	seq_one;
 } SlotGroup;
+
+/* TID in slot i of a group. */
+static inline PmhTid
+group_tid(const SlotGroup *g, int i)
+{
+	return g->bucket ? pmh_slot_tid(g->bucket, i) : g->tid[i];
+}
+
+/* Hash of the entry in slot i of a group. */
+static inline uint32_t
+group_hash(const SlotGroup *g, int i)
+{
+	if (g->bucket == NULL)
+		return g->hash;
+	return pmh_code_hash(pmh_slot_code(g->bucket, i), g->shard, g->shard_bits);
+}
 
 /* Bulk-delete within a bucket or posting block; returns the TIDs removed. */
 static uint64_t
@@ -471,19 +493,20 @@ group_delete(const SlotGroup *g, const PmhDeleteOps *ops, uint64_t lsn,
 	{
 		int			i = __builtin_ctzll(valid);
 		uint64_t	bit = UINT64_C(1) << i;
+		PmhTid		tid = group_tid(g, i);
 
 		valid &= valid - 1;
-		if (g->hashes)
+		if (g->bucket)
 		{
 			left->slots++;
-			if (pmh_is_chain_ref(g->tid[i]))
+			if (pmh_is_chain_ref(tid))
 				continue;
 		}
-		if (doomed(ops, g->tid[i], bit, &unverified))
+		if (doomed(ops, tid, bit, &unverified))
 		{
 			gone |= bit;
 			if (ops->removed)
-				ops->removed(ops->arg, g->hashes ? g->hashes[i] : g->hash, g->tid[i]);
+				ops->removed(ops->arg, group_hash(g, i), tid);
 		}
 		else
 		{
@@ -493,7 +516,7 @@ group_delete(const SlotGroup *g, const PmhDeleteOps *ops, uint64_t lsn,
 	}
 	if (gone || unverified != *g->unverified)
 	{
-		if (g->hashes)
+		if (g->bucket)
 			left->slots -= __builtin_popcountll(gone);
 		*g->unverified = unverified & ~gone;
 		if (lsn > *g->lsn)
@@ -524,19 +547,20 @@ static uint64_t
 bucket_delete(const PmhSegment *seg, PmhBucket *bucket, const PmhDeleteOps *ops,
 			  uint64_t lsn, const PmhPersist *persist, PmhCounts *left)
 {
-	SlotGroup	g = {&bucket->commit, &bucket->unverified, &bucket->lsn, bucket->tid,
-	bucket->hash, 0, PMH_VALID_MASK, PMH_SEQ_ONE};
+	SlotGroup	g = {&bucket->commit, &bucket->unverified, &bucket->lsn, bucket, NULL, 0,
+		pmh_segment_header(seg)->shard, seg->shard_bits, PMH_VALID_MASK, PMH_SEQ_ONE};
 	uint64_t	removed = group_delete(&g, ops, lsn, persist, left);
 	uint64_t	refs = bucket->unverified & bucket->commit & PMH_VALID_MASK;
 
 	for (; refs; refs &= refs - 1)
 	{
 		int			i = __builtin_ctzll(refs);
+		PmhTid		ref = pmh_slot_tid(bucket, i);
 		const PmhPosting *first;
 
-		if (!pmh_is_chain_ref(bucket->tid[i]))
+		if (!pmh_is_chain_ref(ref))
 			continue;
-		first = pmh_chain_first(seg, bucket->tid[i], bucket->hash[i]);
+		first = pmh_chain_first(seg, ref, pmh_slot_code(bucket, i));
 		if (first == NULL || !chain_has_unverified(first))
 		{
 			bucket->unverified &= ~(UINT64_C(1) << i);
@@ -553,8 +577,8 @@ static uint64_t
 posting_delete(PmhPosting *blk, const PmhDeleteOps *ops, uint64_t lsn,
 			   const PmhPersist *persist, PmhCounts *left)
 {
-	SlotGroup	g = {&blk->commit, &blk->unverified, &blk->lsn, blk->tid,
-	NULL, blk->hash, PMH_POSTING_VALID_MASK, PMH_POSTING_SEQ_ONE};
+	SlotGroup	g = {&blk->commit, &blk->unverified, &blk->lsn, NULL, blk->tid, blk->hash,
+		0, 0, PMH_POSTING_VALID_MASK, PMH_POSTING_SEQ_ONE};
 
 	return group_delete(&g, ops, lsn, persist, left);
 }
@@ -618,7 +642,7 @@ pmh_flag_unverified(const PmhSegment *seg, uint64_t after_lsn, const PmhPersist 
 		{
 			int			i = __builtin_ctzll(v);
 
-			if (pmh_is_chain_ref(bucket->tid[i]))
+			if (pmh_is_chain_ref(pmh_slot_tid(bucket, i)))
 				refs |= UINT64_C(1) << i;
 		}
 		flagged += __builtin_popcountll(valid & ~refs & ~bucket->unverified);
@@ -628,7 +652,8 @@ pmh_flag_unverified(const PmhSegment *seg, uint64_t after_lsn, const PmhPersist 
 		for (; refs; refs &= refs - 1)
 		{
 			int			i = __builtin_ctzll(refs);
-			PmhPosting *first = pmh_chain_first(seg, bucket->tid[i], bucket->hash[i]);
+			PmhPosting *first = pmh_chain_first(seg, pmh_slot_tid(bucket, i),
+												pmh_slot_code(bucket, i));
 
 			for (uint32_t j = 0; first && j < first->nblocks; j++)
 			{

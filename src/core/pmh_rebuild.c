@@ -44,7 +44,7 @@ pmh_segment_count(const PmhSegment *seg, PmhCounts *counts)
 			int			i = __builtin_ctzll(valid);
 
 			valid &= valid - 1;
-			if (!pmh_is_chain_ref(bucket->tid[i]))
+			if (!pmh_is_chain_ref(pmh_slot_tid(bucket, i)))
 			{
 				counts->entries++;
 				counts->unverified += (bucket->unverified >> i) & 1;
@@ -72,6 +72,7 @@ pmh_segment_collect(const PmhSegment *seg, PmhEntry *out, uint64_t capacity)
 {
 	uint64_t	n = 0;
 	uint32_t	nposting = pmh_segment_nposting(seg);
+	uint32_t	shard = pmh_segment_header(seg)->shard;
 
 	for (uint32_t b = 0; b < seg->nbuckets; b++)
 	{
@@ -81,14 +82,15 @@ pmh_segment_collect(const PmhSegment *seg, PmhEntry *out, uint64_t capacity)
 		while (valid)
 		{
 			int			i = __builtin_ctzll(valid);
+			PmhTid		tid = pmh_slot_tid(bucket, i);
 
 			valid &= valid - 1;
-			if (pmh_is_chain_ref(bucket->tid[i]))
+			if (pmh_is_chain_ref(tid))
 				continue;
 			if (n < capacity)
 			{
-				out[n].hash = bucket->hash[i];
-				out[n].tid = bucket->tid[i];
+				out[n].hash = pmh_code_hash(pmh_slot_code(bucket, i), shard, seg->shard_bits);
+				out[n].tid = tid;
 				out[n].flags = ((bucket->unverified >> i) & 1) ? PMH_ENTRY_UNVERIFIED : 0;
 			}
 			n++;
@@ -198,7 +200,10 @@ chain_refs(uint64_t nblocks)
 	return (nblocks + PMH_MAX_CHAIN_BLOCKS - 1) / PMH_MAX_CHAIN_BLOCKS;
 }
 
-/* Plan the geometry of a segment for sorted, distinct entries. */
+/*
+ * Plan the geometry of a segment for sorted, distinct entries whose hashes
+ * are canonical (pmh_canonical_hash).
+ */
 PmhLayout
 pmh_plan_layout(const PmhEntry *sorted, uint64_t count, double fill)
 {
@@ -282,7 +287,7 @@ write_chains(const PmhSegment *seg, uint32_t *cursor, uint64_t next_unit,
 		}
 		first->nblocks = (uint16_t) nblocks;
 		first->cursor = 0;
-		pmh_image_place(seg, cursor, group[0].hash,
+		pmh_image_place(seg, cursor, pmh_hash_code(group[0].hash, seg->shard_bits),
 						pmh_tid_make((uint32_t) next_unit, 0), ref_flags, lsn);
 		next_unit += nblocks;
 		done += nblocks;
@@ -291,8 +296,9 @@ write_chains(const PmhSegment *seg, uint32_t *cursor, uint64_t next_unit,
 }
 
 /*
- * Write a segment image for sorted, distinct entries into dst, which must
- * span pmh_layout_units(layout) units that no reader can see.
+ * Write a segment image for sorted, distinct entries with canonical hashes
+ * into dst, which must span pmh_layout_units(layout) units that no reader
+ * can see.
  */
 void
 pmh_segment_write(char *dst, const PmhLayout *layout, const PmhEntry *sorted,
@@ -327,8 +333,8 @@ pmh_segment_write(char *dst, const PmhLayout *layout, const PmhEntry *sorted,
 		else
 		{
 			for (uint64_t k = i; k < j; k++)
-				pmh_image_place(&seg, &cursor, sorted[k].hash, sorted[k].tid,
-								sorted[k].flags, lsn);
+				pmh_image_place(&seg, &cursor, pmh_hash_code(sorted[k].hash, shard_bits),
+								sorted[k].tid, sorted[k].flags, lsn);
 		}
 		i = j;
 	}

@@ -122,7 +122,11 @@ pmh_table_rebuild(const PmhTable *t, uint32_t shard, uint64_t desc,
 		ops->free_memory(ops->arg, work);
 		return PMH_CORRUPT;
 	}
-	memcpy(work + n, extra, nextra * sizeof(PmhEntry));
+	for (uint64_t k = 0; k < nextra; k++)
+	{
+		work[n + k] = extra[k];
+		work[n + k].hash = pmh_canonical_hash(extra[k].hash, t->shard_bits);
+	}
 	n = pmh_sort_entries(work, n + nextra, scratch);
 	ops->free_memory(ops->arg, scratch);
 

@@ -29,9 +29,9 @@ entry_cmp(const void *a, const void *b)
 
 /* Whether every bucket from home up to (not including) b has its overflow bit. */
 static int
-reachable(const PmhSegment *seg, uint32_t hash, uint32_t b)
+reachable(const PmhSegment *seg, uint32_t code, uint32_t b)
 {
-	uint32_t	cur = pmh_home_bucket(hash, seg->shard_bits, seg->nbuckets);
+	uint32_t	cur = pmh_home_bucket(code, seg->nbuckets);
 
 	for (uint32_t step = 0; cur != b; step++)
 	{
@@ -93,10 +93,11 @@ verify_chains(const PmhSegment *seg, uint32_t shard, uint64_t *nchains,
 						 shard, j + k);
 				return msg;
 			}
-			if (pmh_shard_of(blk->hash, seg->shard_bits) != shard)
+			if (pmh_shard_of(blk->hash, seg->shard_bits) != shard ||
+				pmh_canonical_hash(blk->hash, seg->shard_bits) != blk->hash)
 			{
-				snprintf(msg, msglen, "shard %u: posting chain of hash %08x belongs to shard %u",
-						 shard, blk->hash, pmh_shard_of(blk->hash, seg->shard_bits));
+				snprintf(msg, msglen, "shard %u: posting chain of hash %08x does not belong to the shard",
+						 shard, blk->hash);
 				return msg;
 			}
 		}
@@ -144,7 +145,7 @@ pmh_segment_verify(const PmhSegment *seg, uint32_t shard, uint64_t file_generati
 		const PmhBucket *bucket = pmh_bucket(seg, b);
 		uint64_t	valid = bucket->commit & PMH_VALID_MASK;
 
-		if (bucket->commit & UINT64_C(0xFF800000))
+		if (bucket->commit & (PMH_SEQ_ONE - 1) & ~(PMH_VALID_MASK | PMH_OVERFLOW_BIT))
 		{
 			snprintf(msg, msglen, "shard %u bucket %u: reserved commit bits are set", shard, b);
 			return msg;
@@ -157,26 +158,21 @@ pmh_segment_verify(const PmhSegment *seg, uint32_t shard, uint64_t file_generati
 		while (valid)
 		{
 			int			i = __builtin_ctzll(valid);
-			uint32_t	hash = bucket->hash[i];
-			PmhTid		tid = bucket->tid[i];
+			uint32_t	code = pmh_slot_code(bucket, i);
+			uint32_t	hash = pmh_code_hash(code, shard, seg->shard_bits);
+			PmhTid		tid = pmh_slot_tid(bucket, i);
 
 			valid &= valid - 1;
-			if (pmh_shard_of(hash, seg->shard_bits) != shard)
-			{
-				snprintf(msg, msglen, "shard %u bucket %u slot %d: hash %08x belongs to shard %u",
-						 shard, b, i, hash, pmh_shard_of(hash, seg->shard_bits));
-				return msg;
-			}
-			if (!reachable(seg, hash, b))
+			if (!reachable(seg, code, b))
 			{
 				snprintf(msg, msglen,
 						 "shard %u bucket %u slot %d: hash %08x is not reachable from its home bucket %u",
-						 shard, b, i, hash, pmh_home_bucket(hash, seg->shard_bits, seg->nbuckets));
+						 shard, b, i, hash, pmh_home_bucket(code, seg->nbuckets));
 				return msg;
 			}
 			if (pmh_is_chain_ref(tid))
 			{
-				if (pmh_chain_first(seg, tid, hash) == NULL)
+				if (pmh_chain_first(seg, tid, code) == NULL)
 				{
 					snprintf(msg, msglen, "shard %u bucket %u slot %d: chain reference %u is invalid",
 							 shard, b, i, pmh_tid_block(tid));
@@ -288,11 +284,11 @@ pmh_segment_stats(const PmhSegment *seg, PmhStats *stats)
 		while (valid)
 		{
 			int			i = __builtin_ctzll(valid);
-			uint32_t	home = pmh_home_bucket(bucket->hash[i], seg->shard_bits, seg->nbuckets);
+			uint32_t	home = pmh_home_bucket(pmh_slot_code(bucket, i), seg->nbuckets);
 			uint32_t	dist = b >= home ? b - home : b + seg->nbuckets - home;
 
 			valid &= valid - 1;
-			if (pmh_is_chain_ref(bucket->tid[i]))
+			if (pmh_is_chain_ref(pmh_slot_tid(bucket, i)))
 			{
 				stats->chains++;
 				continue;

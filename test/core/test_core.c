@@ -221,7 +221,7 @@ check_batches(MemTable *mt, Model *m, const uint64_t *order, PmhTid *want)
 			{
 				uint32_t	h = (uint32_t) rnd();
 
-				if (model_holds(m, order, h))
+				if (model_holds(m, order, pmh_canonical_hash(h, mt->table.shard_bits)))
 					continue;
 				hashes[n] = h;
 				group[n++] = UINT64_MAX;
@@ -290,7 +290,7 @@ check_table(MemTable *mt, Model *m)
 		int			ngot;
 
 		/* skip the rare random hash that the model holds */
-		if (model_holds(m, order, h))
+		if (model_holds(m, order, pmh_canonical_hash(h, mt->table.shard_bits)))
 			continue;
 		memtable_lookup(mt, h, got, &ngot, cap);
 		CHECK(ngot == 0, "absent hash %08x returned %d TIDs", h, ngot);
@@ -305,11 +305,11 @@ check_table(MemTable *mt, Model *m)
 	free(want);
 }
 
-/* Insert an entry into table and model. */
+/* Insert an entry into table and model (which keeps the canonical hash). */
 static void
 add(MemTable *mt, Model *m, uint32_t hash)
 {
-	uint64_t	i = model_add(m, hash);
+	uint64_t	i = model_add(m, pmh_canonical_hash(hash, mt->table.shard_bits));
 	PmhStatus	st = memtable_insert(mt, hash, tid_of(i));
 
 	CHECK(st == PMH_OK, "insert status %d", st);
@@ -333,29 +333,35 @@ delete_dead(MemTable *mt, Model *m)
 	return memtable_bulk_delete(mt, &ops);
 }
 
-/* The scalar and vector hash comparisons agree. */
+/* Every tag comparison this CPU can run agrees with the plain loop. */
 static void
 test_match(void)
 {
-	uint32_t	hashes[PMH_BUCKET_SLOTS + 2];
-	const char *best = pmh_match_impl();
+	static const char *const impls[] = {"scalar", "sse2", "avx2"};
+	PmhBucket	bucket;
 
 	for (int round = 0; round < 20000 && !test_failed; round++)
 	{
-		uint32_t	key = (uint32_t) rnd() & 0xF;
+		uint16_t	key = (uint16_t) (rnd() & 0xF);
 		uint32_t	expect = 0;
-		uint32_t	got;
 
-		for (int i = 0; i < PMH_BUCKET_SLOTS + 2; i++)
-			hashes[i] = (uint32_t) rnd() & 0xF;
+		/* the bytes after the tags must not matter */
+		memset(&bucket, (int) (rnd() & 1) ? 0 : key, sizeof(bucket));
 		for (int i = 0; i < PMH_BUCKET_SLOTS; i++)
-			expect |= (uint32_t) (hashes[i] == key) << i;
-		got = pmh_match_hashes(hashes, key);
-		CHECK(got == expect, "%s: mask %06x, expected %06x", best, got, expect);
-		pmh_match_force_scalar(1);
-		got = pmh_match_hashes(hashes, key);
-		pmh_match_force_scalar(0);
-		CHECK(got == expect, "scalar: mask %06x, expected %06x", got, expect);
+		{
+			bucket.tag[i] = (uint16_t) (rnd() & 0xF);
+			expect |= (uint32_t) (bucket.tag[i] == key) << i;
+		}
+		for (int k = 0; k < 3; k++)
+		{
+			uint32_t	got;
+
+			if (!pmh_match_use(impls[k]))
+				continue;
+			got = pmh_match_tags(bucket.tag, key);
+			CHECK(got == expect, "%s: mask %07x, expected %07x", impls[k], got, expect);
+		}
+		pmh_match_use(NULL);
 	}
 }
 
@@ -428,6 +434,65 @@ test_unique_keys(void)
 	check_table(mt, &m);
 	memtable_destroy(mt);
 	model_free(&m);
+}
+
+/*
+ * Slots keep every bit of a hash when the file has 9 or more shard bits;
+ * with fewer, hashes that differ only in the dropped low bits share a code,
+ * and the segment gives back their canonical hash.  Keys differ either in
+ * their lowest bits (the tag) or in the bits of the code's high part.
+ */
+static void
+test_codes(void)
+{
+	const uint32_t base = 0x5a5a5a00;
+
+	for (int part = 0; part < 2; part++)
+	{
+		for (uint32_t shard_bits = 0; shard_bits <= 12 && !test_failed; shard_bits += 3)
+		{
+			MemTable   *mt = memtable_create(shard_bits, 64, 0);
+			uint32_t	dropped = shard_bits >= 9 ? 0 : 9 - shard_bits;
+			uint32_t	shift = part == 0 ? 0 : 32 - PMH_CODE_BITS + PMH_TAG_BITS - shard_bits;
+			uint32_t	hashes[64];
+			PmhEntry	entries[64];
+			PmhSegment	seg;
+			uint64_t	n;
+
+			for (uint32_t k = 0; k < 64; k++)
+			{
+				hashes[k] = base ^ (k << shift);
+				CHECK(memtable_insert(mt, hashes[k], tid_of(k)) == PMH_OK, "insert %u", k);
+			}
+			for (uint32_t k = 0; k < 64 && !test_failed; k++)
+			{
+				PmhTid		got[64];
+				PmhTid		want[64];
+				int			ngot;
+				int			nwant = 0;
+
+				for (uint32_t j = 0; j < 64; j++)
+					if (hashes[j] >> dropped == hashes[k] >> dropped)
+						want[nwant++] = tid_of(j);
+				CHECK(memtable_lookup(mt, hashes[k], got, &ngot, 64) == PMH_OK, "lookup status");
+				check_found("lookup", hashes[k], got, ngot, want, nwant);
+			}
+			pmh_table_segment(&mt->table, mt->mirror[pmh_shard_of(base, shard_bits)], &seg);
+			n = pmh_segment_collect(&seg, entries, 64);
+			CHECK(n == 64, "%d shard bits: collected %llu entries", (int) shard_bits,
+				  (unsigned long long) n);
+			for (uint64_t i = 0; i < n && !test_failed; i++)
+			{
+				uint32_t	hash = hashes[index_of(entries[i].tid)];
+
+				CHECK(entries[i].hash == (hash >> dropped << dropped) &&
+					  entries[i].hash == pmh_canonical_hash(hash, shard_bits),
+					  "%d shard bits: hash %08x came back as %08x", (int) shard_bits, hash,
+					  entries[i].hash);
+			}
+			memtable_destroy(mt);
+		}
+	}
 }
 
 /* One key with 100,000 rows among others: chains hold them all. */
@@ -636,7 +701,8 @@ crash_round(int round)
 		{
 			uint64_t	idx = index_of(got[g]);
 
-			CHECK(idx < 4000 && m.hash[idx] == m.hash[k], "round %d: stray TID", round);
+			CHECK(idx < 4000 && pmh_canonical_hash(m.hash[idx], 1) == pmh_canonical_hash(m.hash[k], 1),
+				  "round %d: stray TID", round);
 			found |= idx == (uint64_t) k;
 		}
 		if (done_insert[k] && !m.dead[k])
@@ -695,9 +761,9 @@ test_damage(void)
 
 				for (int i = 0; i < PMH_BUCKET_SLOTS && kind == 1; i++)
 				{
-					if ((valid >> i & 1) && bk->tid[i].offset == 0)
+					if ((valid >> i & 1) && pmh_slot_tid(bk, i).offset == 0)
 					{
-						bk->tid[i] = pmh_tid_make(UINT32_C(0x7fffffff), 0);
+						pmh_slot_set(bk, i, pmh_slot_code(bk, i), pmh_tid_make(UINT32_C(0x7fffffff), 0));
 						hit = 1;
 					}
 				}
@@ -748,7 +814,7 @@ race_hash(uint64_t idx)
 {
 	if (idx < RACE_STABLE)
 		return mix(idx);
-	return 0x40000000u + (uint32_t) ((idx - RACE_STABLE) % RACE_KEYS) * 8;
+	return 0x40000000u + ((uint32_t) ((idx - RACE_STABLE) % RACE_KEYS) << (32 - PMH_CODE_BITS));
 }
 
 /* A race lookup of key k found got: count it, and whether it was wrong. */
@@ -762,7 +828,8 @@ race_check(RaceState *rs, uint64_t k, const PmhTid *got, int ngot, int cap)
 	{
 		uint64_t	idx = index_of(got[g]);
 
-		if (race_hash(idx) != h)
+		if (pmh_canonical_hash(race_hash(idx), rs->mt->table.shard_bits) !=
+			pmh_canonical_hash(h, rs->mt->table.shard_bits))
 			rs->bad++;
 		found |= idx == k;
 	}
@@ -1072,6 +1139,7 @@ main(void)
 		{"match", test_match},
 		{"freemap", test_freemap},
 		{"unique_keys", test_unique_keys},
+		{"codes", test_codes},
 		{"heavy_duplicates", test_heavy_duplicates},
 		{"mixed_duplicates", test_mixed_duplicates},
 		{"deletes", test_deletes},

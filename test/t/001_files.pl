@@ -508,7 +508,7 @@ for my $case (
 	],
 	[
 		'reserved bits of a bucket commit word',
-		sub { change_byte($_[0], ($_[1]{unit} + 1) * $UNIT + 2, sub { $_[0] | 0x80 }) },
+		sub { change_byte($_[0], ($_[1]{unit} + 1) * $UNIT + 3, sub { $_[0] | 0x80 }) },
 		qr/shard \d+ bucket 0: reserved commit bits are set/
 	],
 	[
