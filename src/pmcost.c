@@ -5,7 +5,7 @@
  *
  * Selectivity and the number of matching entries come from the generic
  * estimator.  The access cost differs from an 8 kB-page index: a probe
- * reads one 256-byte bucket of a mapped file per 22 matches (posting
+ * reads one 256-byte bucket of a mapped file per 28 matches (posting
  * chains are denser still), so it is charged as that fraction of a random
  * page, plus CPU per returned entry.  Repeated probes (the inner side of a
  * nested loop) are charged as genericcostestimate charges them for other
