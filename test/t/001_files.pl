@@ -474,6 +474,11 @@ for my $case (
 	[
 		'identity byte changed', sub { change_byte($_[0], 24, sub { $_[0] ^ 0x01 }) },
 		qr/file header checksum mismatch/
+	],
+	[
+		'format version of an older build (22-slot buckets)',
+		sub { write_bytes($_[0], 8, pack('V', 1)) },
+		qr/file format version is not supported/
 	])
 {
 	my ($what, $mutate, $detail) = @$case;
