@@ -96,8 +96,8 @@ typedef struct PmhBucket
 	uint64_t	unverified;		/* slots to check against the heap */
 	uint64_t	lsn;			/* WAL position of the last logged change */
 	uint64_t	reserved;
-	uint16_t	tag[PMH_BUCKET_SLOTS];	/* high 16 bits of each slot's code */
-	PmhTid		slot[PMH_BUCKET_SLOTS]; /* TID; code's low 7 bits atop the
+	uint16_t	tag[PMH_BUCKET_SLOTS];	/* low 16 bits of each slot's code */
+	PmhTid		slot[PMH_BUCKET_SLOTS]; /* TID; code's high 7 bits atop the
 										 * offset */
 } PmhBucket;
 
@@ -256,7 +256,7 @@ pmh_slot_tid(const PmhBucket *bucket, int i)
 	return tid;
 }
 
-/* A slot's TID field for an entry: the TID with the code's low bits added. */
+/* A slot's TID field for an entry: the TID with the code's high bits added. */
 static inline PmhTid
 pmh_slot_value(uint32_t code, PmhTid tid)
 {

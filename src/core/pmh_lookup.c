@@ -12,10 +12,10 @@
  *
  * A batched lookup overlaps the memory latencies of many keys in three
  * stages: it loads the tags of a key's home bucket, then compares them and
- * loads the matching slots and the next bucket of an
- * overflowing run, then copies, validates and follows the run.  A key whose
- * bucket changed between the stages or refers to a posting chain is looked
- * up again from the start.
+ * loads the matching slots and the next bucket of an overflowing run, then
+ * copies, validates and follows the run.  A key whose bucket changed
+ * between the stages or refers to a posting chain is looked up again from
+ * the start.
  *
  * Copyright (c) 2026, pmhash developers
  *
@@ -46,7 +46,7 @@ typedef struct BatchKey
 	uint32_t	home;			/* its number */
 	uint32_t	code;			/* the key's hash code in its segment */
 	uint64_t	commit;			/* commit word the comparison saw */
-	uint32_t	mask;			/* valid slots holding the hash */
+	uint32_t	mask;			/* valid slots with the key's tag */
 } BatchKey;
 
 /* Deliver every valid TID of a posting chain to the sink. */
