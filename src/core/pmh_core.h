@@ -121,6 +121,8 @@ typedef struct PmhLayout
 	uint32_t	nbuckets;
 	uint32_t	nposting;
 	uint64_t	nentries;		/* distinct entries to store */
+	uint64_t	nslots;			/* bucket slots they take, chain references included */
+	uint64_t	nunverified;	/* entries flagged unverified */
 } PmhLayout;
 
 /* Structural statistics gathered by pmh_segment_stats. */
@@ -253,7 +255,9 @@ extern uint64_t pmh_flag_unverified(const PmhSegment *seg, uint64_t after_lsn,
 
 /* pmh_rebuild.c */
 extern void pmh_segment_count(const PmhSegment *seg, PmhCounts *counts);
-extern uint64_t pmh_segment_collect(const PmhSegment *seg, PmhEntry *out, uint64_t capacity);
+extern uint64_t pmh_segment_capacity(const PmhSegment *seg);
+extern uint64_t pmh_segment_collect(const PmhSegment *seg, PmhEntry *out, uint64_t capacity,
+									uint64_t *max_lsn);
 extern uint64_t pmh_sort_entries(PmhEntry *entries, uint64_t count, PmhEntry *scratch);
 extern PmhLayout pmh_plan_layout(const PmhEntry *sorted, uint64_t count, double fill);
 extern uint64_t pmh_layout_units(const PmhLayout *layout);

@@ -334,7 +334,8 @@ pmh_insert(const PmhSegment *seg, uint32_t hash, PmhTid tid, uint64_t lsn,
 
 /*
  * Place an entry into a segment image that nobody else can see yet, however
- * far its run must extend.  The image must have a free slot somewhere.
+ * far its run must extend.  The image must have a free slot somewhere, and
+ * its buckets their final LSN already.
  *
  * Entries must arrive in code order, hence in home bucket order; *cursor
  * (0 before the first entry) remembers the bucket the last one went to.
@@ -355,9 +356,17 @@ pmh_image_place(const PmhSegment *seg, uint32_t *cursor, uint32_t code, PmhTid t
 	{
 		PmhBucket  *bucket = pmh_bucket(seg, b);
 
-		if ((bucket->commit & PMH_VALID_MASK) != PMH_VALID_MASK)
+		uint64_t	valid = bucket->commit & PMH_VALID_MASK;
+
+		if (valid != PMH_VALID_MASK)
 		{
-			commit_slot(bucket, code, tid, flags, lsn, NULL);
+			int			i = __builtin_ctzll(~valid);
+
+			/* an image is private: no flushes, and its LSNs are set already */
+			pmh_slot_set(bucket, i, code, tid);
+			bucket->commit |= UINT64_C(1) << i;
+			if (flags & PMH_ENTRY_UNVERIFIED)
+				bucket->unverified |= UINT64_C(1) << i;
 			*cursor = b;
 			return;
 		}

@@ -63,22 +63,35 @@ pmh_segment_count(const PmhSegment *seg, PmhCounts *counts)
 	}
 }
 
+/* The most entries a segment can hold: every bucket and posting slot. */
+uint64_t
+pmh_segment_capacity(const PmhSegment *seg)
+{
+	return (uint64_t) seg->nbuckets * PMH_BUCKET_SLOTS +
+		(uint64_t) pmh_segment_nposting(seg) * PMH_POSTING_SLOTS;
+}
+
 /*
- * Copy every live entry of a segment into out (at most capacity of them).
- * Returns the number of live entries.
+ * Copy every live entry of a segment into out (at most capacity of them),
+ * and its highest bucket LSN into *max_lsn.  Returns the number of live
+ * entries.
  */
 uint64_t
-pmh_segment_collect(const PmhSegment *seg, PmhEntry *out, uint64_t capacity)
+pmh_segment_collect(const PmhSegment *seg, PmhEntry *out, uint64_t capacity,
+					uint64_t *max_lsn)
 {
 	uint64_t	n = 0;
 	uint32_t	nposting = pmh_segment_nposting(seg);
 	uint32_t	shard = pmh_segment_header(seg)->shard;
 
+	*max_lsn = 0;
 	for (uint32_t b = 0; b < seg->nbuckets; b++)
 	{
 		const PmhBucket *bucket = pmh_bucket(seg, b);
 		uint64_t	valid = bucket->commit & PMH_VALID_MASK;
 
+		if (bucket->lsn > *max_lsn)
+			*max_lsn = bucket->lsn;
 		while (valid)
 		{
 			int			i = __builtin_ctzll(valid);
@@ -210,14 +223,19 @@ pmh_plan_layout(const PmhEntry *sorted, uint64_t count, double fill)
 	PmhLayout	layout;
 	uint64_t	slots = 0;
 	uint64_t	nposting = 0;
+	uint64_t	nunverified = 0;
 	uint64_t	nbuckets;
 
 	for (uint64_t i = 0; i < count;)
 	{
 		uint64_t	j = i + 1;
 
+		nunverified += (sorted[i].flags & PMH_ENTRY_UNVERIFIED) != 0;
 		while (j < count && sorted[j].hash == sorted[i].hash)
+		{
+			nunverified += (sorted[j].flags & PMH_ENTRY_UNVERIFIED) != 0;
 			j++;
+		}
 		if (j - i > PMH_CHAIN_THRESHOLD)
 		{
 			uint64_t	blocks = chain_blocks(j - i);
@@ -235,6 +253,8 @@ pmh_plan_layout(const PmhEntry *sorted, uint64_t count, double fill)
 	layout.nbuckets = (uint32_t) nbuckets;
 	layout.nposting = (uint32_t) nposting;
 	layout.nentries = count;
+	layout.nslots = slots;
+	layout.nunverified = nunverified;
 	return layout;
 }
 

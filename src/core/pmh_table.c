@@ -86,42 +86,47 @@ pmh_table_rebuild(const PmhTable *t, uint32_t shard, uint64_t desc,
 {
 	const PmhTableOps *ops = t->ops;
 	PmhSegment	seg;
-	PmhCounts	old_counts;
 	PmhEntry   *work;
 	PmhEntry   *scratch;
 	PmhLayout	layout;
 	uint64_t	total = nextra;
 	uint64_t	n = 0;
 	uint64_t	old_units = 0;
+	uint64_t	old_max_lsn = 0;
 	uint64_t	generation = 1;
 	uint64_t	unit = 0;
 
-	memset(&old_counts, 0, sizeof(old_counts));
 	if (desc != 0)
 	{
 		PmhSegmentHeader *hdr;
 
 		pmh_table_segment(t, desc, &seg);
 		hdr = pmh_segment_header(&seg);
-		pmh_segment_count(&seg, &old_counts);
-		if (!replace)
-			total += old_counts.entries;
 		old_units = 1 + (uint64_t) seg.nbuckets + hdr->nposting;
 		generation = hdr->generation + 1;
-		if (old_counts.max_lsn > lsn)
-			lsn = old_counts.max_lsn;
+		if (replace)
+		{
+			PmhCounts	old_counts;
+
+			pmh_segment_count(&seg, &old_counts);
+			old_max_lsn = old_counts.max_lsn;
+		}
+		else
+			total += pmh_segment_capacity(&seg);
 	}
 
 	work = ops->alloc_memory(ops->arg, (total ? total : 1) * sizeof(PmhEntry));
 	scratch = ops->alloc_memory(ops->arg, (total ? total : 1) * sizeof(PmhEntry));
 	if (desc != 0 && !replace)
-		n = pmh_segment_collect(&seg, work, total);
+		n = pmh_segment_collect(&seg, work, total - nextra, &old_max_lsn);
 	if (n + nextra > total)
 	{
 		ops->free_memory(ops->arg, scratch);
 		ops->free_memory(ops->arg, work);
 		return PMH_CORRUPT;
 	}
+	if (old_max_lsn > lsn)
+		lsn = old_max_lsn;
 	for (uint64_t k = 0; k < nextra; k++)
 	{
 		work[n + k] = extra[k];
@@ -157,8 +162,11 @@ pmh_table_rebuild(const PmhTable *t, uint32_t shard, uint64_t desc,
 						  t->file_generation, generation, lsn);
 		pmh_flush(t->persist, dst, pmh_layout_units(&layout) * PMH_UNIT_SIZE);
 		pmh_sync(t->persist);
-		pmh_table_segment(t, pmh_desc_make(unit, layout.nbuckets), &seg);
-		pmh_segment_count(&seg, counts);
+		/* what pmh_segment_count would find in the image just written */
+		counts->entries = layout.nentries;
+		counts->slots = layout.nslots;
+		counts->unverified = layout.nunverified;
+		counts->max_lsn = lsn;
 	}
 	ops->free_memory(ops->arg, work);
 

@@ -375,6 +375,18 @@ memtable_verify(MemTable *mt, uint64_t *live)
 			continue;
 		pmh_table_segment(&mt->table, mt->mirror[s], &seg);
 		pmh_segment_count(&seg, &counts);
+		if (counts.entries != mt->counts[s].entries || counts.slots != mt->counts[s].slots ||
+			counts.unverified != mt->counts[s].unverified)
+		{
+			snprintf(msg, sizeof(msg), "shard %u: kept counts %llu/%llu/%llu (entries/slots/unverified), "
+					 "segment holds %llu/%llu/%llu", s,
+					 (unsigned long long) mt->counts[s].entries,
+					 (unsigned long long) mt->counts[s].slots,
+					 (unsigned long long) mt->counts[s].unverified,
+					 (unsigned long long) counts.entries, (unsigned long long) counts.slots,
+					 (unsigned long long) counts.unverified);
+			return msg;
+		}
 		scratch = malloc((counts.slots + counts.entries + 1) * sizeof(PmhEntry));
 		err = pmh_segment_verify(&seg, s, 42, mt->units, pmh_desc_unit(mt->mirror[s]),
 								 scratch, counts.slots + counts.entries + 1, &n,

@@ -458,6 +458,7 @@ test_codes(void)
 			PmhEntry	entries[64];
 			PmhSegment	seg;
 			uint64_t	n;
+			uint64_t	max_lsn;
 
 			for (uint32_t k = 0; k < 64; k++)
 			{
@@ -478,7 +479,7 @@ test_codes(void)
 				check_found("lookup", hashes[k], got, ngot, want, nwant);
 			}
 			pmh_table_segment(&mt->table, mt->mirror[pmh_shard_of(base, shard_bits)], &seg);
-			n = pmh_segment_collect(&seg, entries, 64);
+			n = pmh_segment_collect(&seg, entries, 64, &max_lsn);
 			CHECK(n == 64, "%d shard bits: collected %llu entries", (int) shard_bits,
 				  (unsigned long long) n);
 			for (uint64_t i = 0; i < n && !test_failed; i++)
