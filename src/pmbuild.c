@@ -41,7 +41,7 @@
 #include "pmhash.h"
 
 #define ENTRIES_PER_SHARD	2048	/* target size of a shard at build time */
-#define MIN_SHARD_BITS		4
+#define MIN_SHARD_BITS		9		/* 512: slots then keep every hash bit */
 
 typedef struct BuildState
 {

@@ -31,7 +31,7 @@
  * machine take CPU time from it.
  *
  * The throughput tables have as many shards as a build of that many
- * entries gets; the latency run grows the 16 shards that an index created
+ * entries gets; the latency run grows the 512 shards that an index created
  * empty gets, timing every insert with the TSC.
  *
  * Copyright (c) 2026, pmhash developers
@@ -61,7 +61,7 @@
 #define INSERT_BATCH		64
 #define INSERT_DISTANCE		8		/* inserts prefetch this many keys ahead */
 #define LOOKUP_BATCH		256
-#define MIN_SHARD_BITS		4		/* what the build gives an empty index */
+#define MIN_SHARD_BITS		9		/* what the build gives an empty index */
 #define ENTRIES_PER_SHARD	2048	/* what the build aims at per shard */
 #define MAX_THREADS			2
 #define SAMPLE_CHECKS		200000
@@ -997,7 +997,7 @@ main(int argc, char **argv)
 		}
 	}
 
-	/* insert latency while 16 shards grow from empty to n entries */
+	/* insert latency while the shards of an empty index grow to n entries */
 	if (!only || strcmp(only, "growth") == 0)
 	{
 		Job			proto;
