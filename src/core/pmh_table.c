@@ -74,15 +74,14 @@ publish(const PmhTable *t, uint32_t shard, uint64_t desc)
 }
 
 /*
- * Rebuild a shard from its current segment (desc, 0 if none) plus extra
- * entries, or from the extra entries alone if replace is set, at the given
- * bucket fill.  The content is logged through log_rebuild when the caller
- * asks for it.  counts receives the new content.
+ * pmh_table_rebuild, where dense says that the old segment is nearly full
+ * (a shard that must grow), so that its capacity bounds its entries closely
+ * enough to size the work arrays without counting them first.
  */
-PmhStatus
-pmh_table_rebuild(const PmhTable *t, uint32_t shard, uint64_t desc,
-				  const PmhEntry *extra, uint64_t nextra, int replace, double fill,
-				  uint64_t lsn, PmhCounts *counts)
+static PmhStatus
+rebuild_shard(const PmhTable *t, uint32_t shard, uint64_t desc,
+			  const PmhEntry *extra, uint64_t nextra, int replace, int dense,
+			  double fill, uint64_t lsn, PmhCounts *counts)
 {
 	const PmhTableOps *ops = t->ops;
 	PmhSegment	seg;
@@ -104,12 +103,14 @@ pmh_table_rebuild(const PmhTable *t, uint32_t shard, uint64_t desc,
 		hdr = pmh_segment_header(&seg);
 		old_units = 1 + (uint64_t) seg.nbuckets + hdr->nposting;
 		generation = hdr->generation + 1;
-		if (replace)
+		if (replace || !dense)
 		{
 			PmhCounts	old_counts;
 
 			pmh_segment_count(&seg, &old_counts);
 			old_max_lsn = old_counts.max_lsn;
+			if (!replace)
+				total += old_counts.entries;
 		}
 		else
 			total += pmh_segment_capacity(&seg);
@@ -177,6 +178,20 @@ pmh_table_rebuild(const PmhTable *t, uint32_t shard, uint64_t desc,
 }
 
 /*
+ * Rebuild a shard from its current segment (desc, 0 if none) plus extra
+ * entries, or from the extra entries alone if replace is set, at the given
+ * bucket fill.  The content is logged through log_rebuild when the caller
+ * asks for it.  counts receives the new content.
+ */
+PmhStatus
+pmh_table_rebuild(const PmhTable *t, uint32_t shard, uint64_t desc,
+				  const PmhEntry *extra, uint64_t nextra, int replace, double fill,
+				  uint64_t lsn, PmhCounts *counts)
+{
+	return rebuild_shard(t, shard, desc, extra, nextra, replace, 0, fill, lsn, counts);
+}
+
+/*
  * Insert one entry into a shard whose descriptor and counts the caller read
  * under the shard lock, growing or rebuilding the shard when needed.
  */
@@ -209,7 +224,7 @@ pmh_table_insert(const PmhTable *t, uint32_t shard, uint64_t desc,
 	entry.hash = hash;
 	entry.tid = tid;
 	entry.flags = 0;
-	return pmh_table_rebuild(t, shard, desc, &entry, 1, 0, PMH_REBUILD_FILL, lsn, counts);
+	return rebuild_shard(t, shard, desc, &entry, 1, 0, 1, PMH_REBUILD_FILL, lsn, counts);
 }
 
 /* qsort comparator: extents by unit. */
