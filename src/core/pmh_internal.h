@@ -131,7 +131,7 @@ pmh_chain_first(const PmhSegment *seg, PmhTid ref, uint32_t code)
 }
 
 /* pmh_modify.c: place an entry into a segment image nobody can see yet */
-extern void pmh_image_place(const PmhSegment *seg, uint32_t *cursor, uint32_t code,
-							PmhTid tid, uint16_t flags, uint64_t lsn);
+extern void pmh_image_place_run(const PmhSegment *seg, uint32_t code, PmhTid tid,
+								uint16_t flags, uint64_t lsn);
 
 #endif							/* PMH_INTERNAL_H */

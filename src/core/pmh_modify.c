@@ -333,48 +333,18 @@ pmh_insert(const PmhSegment *seg, uint32_t hash, PmhTid tid, uint64_t lsn,
 }
 
 /*
- * Place an entry into a segment image that nobody else can see yet, however
- * far its run must extend.  The image must have a free slot somewhere, and
- * its buckets their final LSN already.
- *
- * Entries must arrive in code order, hence in home bucket order; *cursor
- * (0 before the first entry) remembers the bucket the last one went to.
- * Every bucket from an entry's home up to that bucket is then known to be
- * full and marked as overflowing, so the search starts at the later of the
- * two instead of walking the run.  Only a run that wraps past the last
- * bucket is walked.
+ * Place an entry into a segment image that nobody else can see yet, walking
+ * its run from the home bucket and past the last bucket if need be.  The
+ * image must have a free slot somewhere, and its buckets their final LSN.
  */
 void
-pmh_image_place(const PmhSegment *seg, uint32_t *cursor, uint32_t code, PmhTid tid,
-				uint16_t flags, uint64_t lsn)
+pmh_image_place_run(const PmhSegment *seg, uint32_t code, PmhTid tid, uint16_t flags,
+					uint64_t lsn)
 {
-	uint32_t	nbuckets = seg->nbuckets;
-	uint32_t	home = pmh_home_bucket(code, nbuckets);
 	RunScan		rs;
 
-	for (uint32_t b = home > *cursor ? home : *cursor; b < nbuckets; b++)
-	{
-		PmhBucket  *bucket = pmh_bucket(seg, b);
-
-		uint64_t	valid = bucket->commit & PMH_VALID_MASK;
-
-		if (valid != PMH_VALID_MASK)
-		{
-			int			i = __builtin_ctzll(~valid);
-
-			/* an image is private: no flushes, and its LSNs are set already */
-			pmh_slot_set(bucket, i, code, tid);
-			bucket->commit |= UINT64_C(1) << i;
-			if (flags & PMH_ENTRY_UNVERIFIED)
-				bucket->unverified |= UINT64_C(1) << i;
-			*cursor = b;
-			return;
-		}
-		bucket->commit |= PMH_OVERFLOW_BIT;
-	}
-	*cursor = nbuckets;
 	scan_run(seg, code, 0, NULL, NULL, &rs);
-	(void) place_entry(seg, &rs, code, tid, flags, lsn, NULL, nbuckets);
+	(void) place_entry(seg, &rs, code, tid, flags, lsn, NULL, seg->nbuckets);
 }
 
 /* Whether a chain holds a TID (the chain itself is stable). */

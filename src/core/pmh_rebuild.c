@@ -26,6 +26,11 @@
 
 #include "pmh_internal.h"
 
+/* sorting: at most 2^12 groups of about 4 entries; qsort for over 32 */
+#define PMH_SORT_GROUP_BITS		12
+#define PMH_SORT_GROUP_SIZE		4
+#define PMH_SORT_INSERTION_MAX	32
+
 /* Count live TIDs and occupied slots of a segment (writer side). */
 void
 pmh_segment_count(const PmhSegment *seg, PmhCounts *counts)
@@ -132,71 +137,162 @@ pmh_segment_collect(const PmhSegment *seg, PmhEntry *out, uint64_t capacity,
 	return n;
 }
 
-/* qsort comparator: TID order. */
+/* qsort comparator: hash order, then TID order. */
 static int
-entry_tid_cmp(const void *a, const void *b)
+entry_cmp(const void *a, const void *b)
 {
-	return pmh_tid_cmp(((const PmhEntry *) a)->tid, ((const PmhEntry *) b)->tid);
+	const PmhEntry *x = a;
+	const PmhEntry *y = b;
+
+	if (x->hash != y->hash)
+		return x->hash < y->hash ? -1 : 1;
+	return pmh_tid_cmp(x->tid, y->tid);
+}
+
+/* Insertion-sort a few entries by hash, then TID. */
+static void
+insertion_sort(PmhEntry *entries, uint64_t count)
+{
+	for (uint64_t i = 1; i < count; i++)
+	{
+		PmhEntry	e = entries[i];
+		uint64_t	j = i;
+
+		while (j > 0 && entry_cmp(&e, &entries[j - 1]) < 0)
+		{
+			entries[j] = entries[j - 1];
+			j--;
+		}
+		entries[j] = e;
+	}
 }
 
 /*
  * Sort entries by hash, then TID, and drop exact duplicates.  scratch must
  * hold count entries.  Returns the number of distinct entries.
+ *
+ * One counting pass distributes the entries into up to 2^PMH_SORT_GROUP_BITS
+ * groups by the top bits of their offset from the smallest hash, about
+ * PMH_SORT_GROUP_SIZE entries a group, which then sort by insertion; a group
+ * that ends up large (many copies of one hash, or clustered hashes) goes to
+ * qsort instead.
  */
 uint64_t
 pmh_sort_entries(PmhEntry *entries, uint64_t count, PmhEntry *scratch)
 {
-	PmhEntry   *src = entries;
-	PmhEntry   *dst = scratch;
+	uint64_t	ends[(1 << PMH_SORT_GROUP_BITS) + 1];
+	uint32_t	lo = UINT32_MAX;
+	uint32_t	hi = 0;
+	int			span_bits;
+	int			group_bits = 0;
+	int			shift;
 	uint64_t	n = 0;
 
-	/*
-	 * Stable radix sort on the hash, a byte at a time, skipping a byte that
-	 * all entries share (the top one, in a shard of a file of 256 shards or
-	 * more).
-	 */
-	for (int shift = 0; shift < 32; shift += 8)
+	if (count == 0)
+		return 0;
+	for (uint64_t i = 0; i < count; i++)
 	{
-		uint64_t	offsets[257] = {0};
-		PmhEntry   *tmp;
-
-		for (uint64_t i = 0; i < count; i++)
-			offsets[((src[i].hash >> shift) & 0xFF) + 1]++;
-		if (count == 0 || offsets[((src[0].hash >> shift) & 0xFF) + 1] == count)
-			continue;
-		for (int d = 0; d < 256; d++)
-			offsets[d + 1] += offsets[d];
-		for (uint64_t i = 0; i < count; i++)
-			dst[offsets[(src[i].hash >> shift) & 0xFF]++] = src[i];
-		tmp = src;
-		src = dst;
-		dst = tmp;
+		if (entries[i].hash < lo)
+			lo = entries[i].hash;
+		if (entries[i].hash > hi)
+			hi = entries[i].hash;
 	}
-	if (src != entries)
-		memcpy(entries, src, count * sizeof(PmhEntry));
+	span_bits = hi == lo ? 0 : 32 - __builtin_clz(hi - lo);
+	while (group_bits < PMH_SORT_GROUP_BITS && group_bits < span_bits &&
+		   (count >> group_bits) > PMH_SORT_GROUP_SIZE)
+		group_bits++;
+	shift = span_bits - group_bits;
 
-	/* order equal hashes by TID, then drop duplicates */
-	for (uint64_t i = 0; i < count;)
+	/* ends[g + 1] counts group g, then becomes where it starts, then ends */
+	memset(ends, 0, ((1 << group_bits) + 1) * sizeof(uint64_t));
+	for (uint64_t i = 0; i < count; i++)
+		ends[((uint64_t) (entries[i].hash - lo) >> shift) + 1]++;
+	for (int g = 0; g < 1 << group_bits; g++)
+		ends[g + 1] += ends[g];
+	for (uint64_t i = 0; i < count; i++)
+		scratch[ends[(uint64_t) (entries[i].hash - lo) >> shift]++] = entries[i];
+
+	for (int g = 0; g < 1 << group_bits; g++)
 	{
-		uint64_t	j = i + 1;
+		uint64_t	start = g == 0 ? 0 : ends[g - 1];
+		uint64_t	size = ends[g] - start;
 
-		while (j < count && entries[j].hash == entries[i].hash)
-			j++;
-		if (j - i > 1)
-			qsort(entries + i, j - i, sizeof(PmhEntry), entry_tid_cmp);
-		for (uint64_t k = i; k < j; k++)
+		if (size <= PMH_SORT_INSERTION_MAX)
+			insertion_sort(scratch + start, size);
+		else
+			qsort(scratch + start, size, sizeof(PmhEntry), entry_cmp);
+	}
+
+	for (uint64_t k = 0; k < count; k++)
+	{
+		/* of two copies of an entry, keep one, verified if either was */
+		if (n > 0 && scratch[k].hash == entries[n - 1].hash &&
+			pmh_tid_equal(scratch[k].tid, entries[n - 1].tid))
 		{
-			/* entries[n - 1] is the last one kept, of this hash when k > i */
-			if (k > i && pmh_tid_equal(entries[k].tid, entries[n - 1].tid))
-			{
-				entries[n - 1].flags &= entries[k].flags;
-				continue;
-			}
-			entries[n++] = entries[k];
+			entries[n - 1].flags &= scratch[k].flags;
+			continue;
 		}
-		i = j;
+		entries[n++] = scratch[k];
 	}
 	return n;
+}
+
+/*
+ * Place an entry into a segment image that nobody else can see yet.
+ *
+ * Entries must arrive in code order, hence in home bucket order; *cursor
+ * (0 before the first entry) remembers the bucket the last one went to.
+ * Every bucket from an entry's home up to that bucket is then known to be
+ * full and marked as overflowing, so the search starts at the later of the
+ * two instead of walking the run.  Only a run that wraps past the last
+ * bucket is walked, by pmh_image_place_run.
+ */
+static inline void
+image_place(const PmhSegment *seg, uint32_t *cursor, uint32_t code, PmhTid tid,
+			uint16_t flags, uint64_t lsn)
+{
+	uint32_t	nbuckets = seg->nbuckets;
+	uint32_t	home = pmh_home_bucket(code, nbuckets);
+
+	for (uint32_t b = home > *cursor ? home : *cursor; b < nbuckets; b++)
+	{
+		PmhBucket  *bucket = pmh_bucket(seg, b);
+		uint64_t	valid = bucket->commit & PMH_VALID_MASK;
+
+		if (valid != PMH_VALID_MASK)
+		{
+			int			i = __builtin_ctzll(~valid);
+
+			/* an image is private: no flushes, and its LSNs are set already */
+			pmh_slot_set(bucket, i, code, tid);
+			bucket->commit |= UINT64_C(1) << i;
+			if (flags & PMH_ENTRY_UNVERIFIED)
+				bucket->unverified |= UINT64_C(1) << i;
+			*cursor = b;
+			return;
+		}
+		bucket->commit |= PMH_OVERFLOW_BIT;
+	}
+	*cursor = nbuckets;
+	pmh_image_place_run(seg, code, tid, flags, lsn);
+}
+
+/*
+ * End of the posting chain group that starts at sorted entry i: the first
+ * entry of another hash when entry i and the PMH_CHAIN_THRESHOLD after it
+ * share a hash, else i.  Scanning the entries in order meets such a group
+ * at its first entry; the entries of smaller groups return themselves.
+ */
+static inline uint64_t
+chain_end(const PmhEntry *sorted, uint64_t count, uint64_t i)
+{
+	uint64_t	j = i + PMH_CHAIN_THRESHOLD;
+
+	if (j >= count || sorted[j].hash != sorted[i].hash)
+		return i;
+	while (j < count && sorted[j].hash == sorted[i].hash)
+		j++;
+	return j;
 }
 
 /* Posting blocks for a chain of count TIDs, with room to grow. */
@@ -226,26 +322,25 @@ pmh_plan_layout(const PmhEntry *sorted, uint64_t count, double fill)
 	uint64_t	nunverified = 0;
 	uint64_t	nbuckets;
 
+	for (uint64_t i = 0; i < count; i++)
+		nunverified += (sorted[i].flags & PMH_ENTRY_UNVERIFIED) != 0;
 	for (uint64_t i = 0; i < count;)
 	{
-		uint64_t	j = i + 1;
+		uint64_t	end = chain_end(sorted, count, i);
 
-		nunverified += (sorted[i].flags & PMH_ENTRY_UNVERIFIED) != 0;
-		while (j < count && sorted[j].hash == sorted[i].hash)
+		if (end > i)
 		{
-			nunverified += (sorted[j].flags & PMH_ENTRY_UNVERIFIED) != 0;
-			j++;
-		}
-		if (j - i > PMH_CHAIN_THRESHOLD)
-		{
-			uint64_t	blocks = chain_blocks(j - i);
+			uint64_t	blocks = chain_blocks(end - i);
 
 			nposting += blocks;
 			slots += chain_refs(blocks);
+			i = end;
 		}
 		else
-			slots += j - i;
-		i = j;
+		{
+			slots++;
+			i++;
+		}
 	}
 	nbuckets = (uint64_t) ((double) slots / (PMH_BUCKET_SLOTS * fill)) + 1;
 	if (nbuckets * PMH_BUCKET_SLOTS < slots)
@@ -307,8 +402,8 @@ write_chains(const PmhSegment *seg, uint32_t *cursor, uint64_t next_unit,
 		}
 		first->nblocks = (uint16_t) nblocks;
 		first->cursor = 0;
-		pmh_image_place(seg, cursor, pmh_hash_code(group[0].hash, seg->shard_bits),
-						pmh_tid_make((uint32_t) next_unit, 0), ref_flags, lsn);
+		image_place(seg, cursor, pmh_hash_code(group[0].hash, seg->shard_bits),
+					pmh_tid_make((uint32_t) next_unit, 0), ref_flags, lsn);
 		next_unit += nblocks;
 		done += nblocks;
 	}
@@ -344,19 +439,19 @@ pmh_segment_write(char *dst, const PmhLayout *layout, const PmhEntry *sorted,
 
 	for (uint64_t i = 0; i < count;)
 	{
-		uint64_t	j = i + 1;
+		uint64_t	end = chain_end(sorted, count, i);
 
-		while (j < count && sorted[j].hash == sorted[i].hash)
-			j++;
-		if (j - i > PMH_CHAIN_THRESHOLD)
-			next_unit = write_chains(&seg, &cursor, next_unit, sorted + i, j - i, lsn);
+		if (end > i)
+		{
+			next_unit = write_chains(&seg, &cursor, next_unit, sorted + i, end - i, lsn);
+			i = end;
+		}
 		else
 		{
-			for (uint64_t k = i; k < j; k++)
-				pmh_image_place(&seg, &cursor, pmh_hash_code(sorted[k].hash, shard_bits),
-								sorted[k].tid, sorted[k].flags, lsn);
+			image_place(&seg, &cursor, pmh_hash_code(sorted[i].hash, shard_bits),
+						sorted[i].tid, sorted[i].flags, lsn);
+			i++;
 		}
-		i = j;
 	}
 	/* the sequence numbers start at zero; placement bumped them */
 	for (uint32_t b = 0; b < layout->nbuckets; b++)

@@ -17,8 +17,8 @@
  * Two insert variants: each insert durable when it returns (the core
  * flushes and fences inside every change), or flushes recorded and made
  * durable with one fence per batch of 64 inserts (as the PostgreSQL glue
- * does at commit).  Both prefetch the home bucket of the key inserted
- * INSERT_DISTANCE inserts later.  Two lookup variants: one key at a time,
+ * does at commit).  Both prefetch the home bucket and the shard lock of
+ * the key inserted INSERT_DISTANCE inserts later.  Two lookup variants: one key at a time,
  * or batches of keys through the core's batched lookup, which overlaps
  * their cache misses.
  *
@@ -280,13 +280,7 @@ run_inserts(Job *job, BenchWorker *w)
 		for (uint64_t j = job->lo; j < job->hi; j++)
 		{
 			if (j + INSERT_DISTANCE < job->hi)
-			{
-				uint32_t	ah = hash32(job->keys[j + INSERT_DISTANCE]);
-				PmhSegment	aseg;
-
-				if (bench_segment(w, ah, &aseg))
-					pmh_prefetch_insert(&aseg, ah);
-			}
+				bench_prefetch_insert(w, hash32(job->keys[j + INSERT_DISTANCE]));
 			if (bench_insert(w, hash32(job->keys[j]), tid_of(j), j + 1) != PMH_OK)
 				job->errors++;
 			if (batched && ++pending == INSERT_BATCH)

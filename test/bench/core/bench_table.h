@@ -109,4 +109,18 @@ bench_segment(const BenchWorker *w, uint32_t hash, PmhSegment *seg)
 	return 1;
 }
 
+/*
+ * Start loading what inserting hash will touch: its shard's lock and
+ * counters, and its home bucket.
+ */
+static inline void
+bench_prefetch_insert(const BenchWorker *w, uint32_t hash)
+{
+	PmhSegment	seg;
+
+	__builtin_prefetch(&w->file->shards[pmh_shard_of(hash, w->table.shard_bits)], 1, 3);
+	if (bench_segment(w, hash, &seg))
+		pmh_prefetch_insert(&seg, hash);
+}
+
 #endif							/* BENCH_TABLE_H */
