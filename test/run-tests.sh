@@ -3,7 +3,8 @@
 #
 # Installs what it needs, builds pmhash twice (warnings as errors; then with
 # assertions enabled, which is the build the suites run against), runs the
-# core unit tests, and runs the SQL-level suites on two throwaway clusters:
+# core unit tests and the core benchmark on a small table (which checks every
+# lookup it times), and runs the SQL-level suites on two throwaway clusters:
 # one with its index files on /dev/shm and PMEM_IS_PMEM_FORCE=1 (the pmem
 # path: flush and fence), one with them in the data directory on the
 # ordinary disk (the msync path).  Exits non-zero if anything failed.
@@ -69,11 +70,26 @@ run_regress() {
 	fi
 }
 
+# The core benchmark on 200000 keys: fails on any wrong lookup result or an
+# unsound table, not on its speed floors.
+run_core_bench() {
+	local file=/dev/shm/pmhash-test-bench-$$ rc
+	make -s -C test/bench/core -B >"$WORK/core-bench.log" 2>&1 &&
+		PMEM_IS_PMEM_FORCE=1 test/bench/core/bench_core -n 200000 -r 1 -f "$file" \
+			>>"$WORK/core-bench.log" 2>&1
+	rc=$?
+	rm -f "$file"
+	[ "$rc" = 0 ] || tail -20 "$WORK/core-bench.log"
+	return "$rc"
+}
+
 install_packages
 
 build_install ""
 record "build with -Wall -Wextra -Werror" $?
 run_suite core make -s core-check
+run_core_bench
+record "core benchmark on 200000 keys: every lookup right, table sound" $?
 build_install "-DUSE_ASSERT_CHECKING"
 record "build with assertions" $?
 

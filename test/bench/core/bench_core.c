@@ -18,12 +18,14 @@
  * flushes and fences inside every change), or flushes recorded and made
  * durable with one fence per batch of 64 inserts (as the PostgreSQL glue
  * does at commit).  Both prefetch the home bucket and the shard lock of
- * the key inserted INSERT_DISTANCE inserts later.  Two lookup variants: one key at a time,
- * or batches of keys through the core's batched lookup, which overlaps
- * their cache misses.
+ * the key inserted INSERT_DISTANCE inserts later.  Two lookup variants: one
+ * key at a time, or batches of keys through the core's batched lookup,
+ * which overlaps their cache misses.
  *
- * With two threads each thread works on its own half of the keys; writers
- * lock shards, readers take no lock.  See bench_table.c for reclamation.
+ * Threads take the keys in chunks of CHUNK_KEYS from a shared cursor, so
+ * that a thread the host slows down does not leave the other idle at the
+ * end of a phase; writers lock shards, readers take no lock.  See
+ * bench_table.c for reclamation.
  * Runs with one and two threads alternate and each measurement is the
  * median of several runs.  Throughput is reported by the wall clock (what
  * the floors are checked against) and by the CPU time of the busiest
@@ -61,6 +63,7 @@
 #define INSERT_BATCH		64
 #define INSERT_DISTANCE		8		/* inserts prefetch this many keys ahead */
 #define LOOKUP_BATCH		256
+#define CHUNK_KEYS			65536	/* keys a thread takes at a time */
 #define MIN_SHARD_BITS		9		/* what the build gives an empty index */
 #define ENTRIES_PER_SHARD	2048	/* what the build aims at per shard */
 #define MAX_THREADS			2
@@ -88,7 +91,9 @@ typedef struct Job
 	int			batch;			/* lookups: keys per prefetched batch */
 	const uint64_t *keys;
 	const uint32_t *idx;		/* lookups: index of each key, NULL if absent */
-	uint64_t	lo;
+	uint64_t   *cursor;			/* next key no thread has taken */
+	uint64_t	nkeys;			/* keys of the phase */
+	uint64_t	lo;				/* chunk being worked on */
 	uint64_t	hi;
 	uint32_t   *lat;			/* inserts: ticks per insert, if wanted */
 	uint8_t    *rebuilt;		/* inserts: whether it rebuilt a shard */
@@ -365,8 +370,21 @@ run_lookups(Job *job, BenchWorker *w)
 			}
 		}
 	}
-	job->found = probe.found;
-	job->ntids = probe.ntids;
+	job->found += probe.found;
+	job->ntids += probe.ntids;
+}
+
+/* Take the next chunk of keys into job->lo and job->hi; 0 if none are left. */
+static int
+take_chunk(Job *job)
+{
+	uint64_t	lo = __atomic_fetch_add(job->cursor, CHUNK_KEYS, __ATOMIC_RELAXED);
+
+	if (lo >= job->nkeys)
+		return 0;
+	job->lo = lo;
+	job->hi = job->nkeys - lo < CHUNK_KEYS ? job->nkeys : lo + CHUNK_KEYS;
+	return 1;
 }
 
 /* Thread body: wait for the others, then run the job. */
@@ -381,10 +399,13 @@ job_main(void *arg)
 	pthread_barrier_wait(job->barrier);
 	job->start = now_sec();
 	cpu = thread_cpu_sec();
-	if (job->kind == JOB_INSERT)
-		run_inserts(job, &w);
-	else
-		run_lookups(job, &w);
+	while (take_chunk(job))
+	{
+		if (job->kind == JOB_INSERT)
+			run_inserts(job, &w);
+		else
+			run_lookups(job, &w);
+	}
 	job->cpu = thread_cpu_sec() - cpu;
 	job->end = now_sec();
 	job->fences = w.fences;
@@ -393,7 +414,7 @@ job_main(void *arg)
 }
 
 /*
- * Run one phase on nthreads threads, each on its own slice of the keys.
+ * Run one phase on nthreads threads, which share out the keys in chunks.
  * Returns its throughput (wall time from the first start to the last end);
  * the jobs hold the counts.
  */
@@ -405,6 +426,7 @@ run_phase(Job *proto, int nthreads, uint64_t n, Job *jobs)
 	double		sum_cpu = 0;
 	pthread_t	threads[MAX_THREADS];
 	pthread_barrier_t barrier;
+	uint64_t	cursor = 0;
 	double		start = 1e300;
 	double		end = 0;
 
@@ -413,8 +435,8 @@ run_phase(Job *proto, int nthreads, uint64_t n, Job *jobs)
 	{
 		jobs[t] = *proto;
 		jobs[t].barrier = &barrier;
-		jobs[t].lo = n * (uint64_t) t / (uint64_t) nthreads;
-		jobs[t].hi = n * (uint64_t) (t + 1) / (uint64_t) nthreads;
+		jobs[t].cursor = &cursor;
+		jobs[t].nkeys = n;
 		if (pthread_create(&threads[t], NULL, job_main, &jobs[t]) != 0)
 		{
 			fprintf(stderr, "bench_core: could not start a thread\n");
