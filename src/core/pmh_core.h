@@ -258,6 +258,7 @@ extern void pmh_segment_count(const PmhSegment *seg, PmhCounts *counts);
 extern uint64_t pmh_segment_capacity(const PmhSegment *seg);
 extern uint64_t pmh_segment_collect(const PmhSegment *seg, PmhEntry *out, uint64_t capacity,
 									uint64_t *max_lsn);
+extern int	pmh_entry_cmp(const void *a, const void *b);
 extern uint64_t pmh_sort_entries(PmhEntry *entries, uint64_t count, PmhEntry *scratch);
 extern PmhLayout pmh_plan_layout(const PmhEntry *sorted, uint64_t count, double fill);
 extern uint64_t pmh_layout_units(const PmhLayout *layout);

@@ -137,9 +137,9 @@ pmh_segment_collect(const PmhSegment *seg, PmhEntry *out, uint64_t capacity,
 	return n;
 }
 
-/* qsort comparator: hash order, then TID order. */
-static int
-entry_cmp(const void *a, const void *b)
+/* qsort comparator for entries: hash order, then TID order. */
+int
+pmh_entry_cmp(const void *a, const void *b)
 {
 	const PmhEntry *x = a;
 	const PmhEntry *y = b;
@@ -158,7 +158,7 @@ insertion_sort(PmhEntry *entries, uint64_t count)
 		PmhEntry	e = entries[i];
 		uint64_t	j = i;
 
-		while (j > 0 && entry_cmp(&e, &entries[j - 1]) < 0)
+		while (j > 0 && pmh_entry_cmp(&e, &entries[j - 1]) < 0)
 		{
 			entries[j] = entries[j - 1];
 			j--;
@@ -220,7 +220,7 @@ pmh_sort_entries(PmhEntry *entries, uint64_t count, PmhEntry *scratch)
 		if (size <= PMH_SORT_INSERTION_MAX)
 			insertion_sort(scratch + start, size);
 		else
-			qsort(scratch + start, size, sizeof(PmhEntry), entry_cmp);
+			qsort(scratch + start, size, sizeof(PmhEntry), pmh_entry_cmp);
 	}
 
 	for (uint64_t k = 0; k < count; k++)

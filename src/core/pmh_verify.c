@@ -15,18 +15,6 @@
 
 #include "pmh_internal.h"
 
-/* qsort comparator: hash, then TID. */
-static int
-entry_cmp(const void *a, const void *b)
-{
-	const PmhEntry *x = a;
-	const PmhEntry *y = b;
-
-	if (x->hash != y->hash)
-		return x->hash < y->hash ? -1 : 1;
-	return pmh_tid_cmp(x->tid, y->tid);
-}
-
 /* Whether every bucket from home up to (not including) b has its overflow bit. */
 static int
 reachable(const PmhSegment *seg, uint32_t code, uint32_t b)
@@ -221,7 +209,7 @@ pmh_segment_verify(const PmhSegment *seg, uint32_t shard, uint64_t file_generati
 		snprintf(msg, msglen, "shard %u: more entries than counted", shard);
 		return msg;
 	}
-	qsort(scratch, n, sizeof(PmhEntry), entry_cmp);
+	qsort(scratch, n, sizeof(PmhEntry), pmh_entry_cmp);
 	for (uint64_t k = 1; k < n; k++)
 	{
 		if (scratch[k].hash == scratch[k - 1].hash &&

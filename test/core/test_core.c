@@ -1078,18 +1078,6 @@ test_replay(void)
 	}
 }
 
-/* qsort comparator for entries by hash, then TID. */
-static int
-hash_tid_cmp_entries(const void *a, const void *b)
-{
-	const PmhEntry *x = a;
-	const PmhEntry *y = b;
-
-	if (x->hash != y->hash)
-		return x->hash < y->hash ? -1 : 1;
-	return pmh_tid_cmp(x->tid, y->tid);
-}
-
 /*
  * pmh_sort_entries matches qsort plus a merge of exact duplicates (kept
  * verified if either copy was), whatever the spread of the hashes: whole
@@ -1140,10 +1128,10 @@ test_sort(void)
 				}
 			}
 			memcpy(want, in, count * sizeof(PmhEntry));
-			qsort(want, count, sizeof(PmhEntry), hash_tid_cmp_entries);
+			qsort(want, count, sizeof(PmhEntry), pmh_entry_cmp);
 			for (uint64_t i = 0; i < count; i++)
 			{
-				if (nwant > 0 && hash_tid_cmp_entries(&want[i], &want[nwant - 1]) == 0)
+				if (nwant > 0 && pmh_entry_cmp(&want[i], &want[nwant - 1]) == 0)
 					want[nwant - 1].flags &= want[i].flags;
 				else
 					want[nwant++] = want[i];
