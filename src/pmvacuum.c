@@ -137,7 +137,7 @@ vacuum_shard(PmhIndex *ix, uint32 shard, VacuumState *vs)
 		if (vs->nremoved > 0)
 			pmh_log_delete(&ix->node, shard, vs->removed, vs->nremoved);
 		if (state->counts.entries == 0 ||
-			pmh_needs_shrink(&state->counts, seg.nbuckets, pmh_segment_header(&seg)->nposting))
+			pmh_needs_shrink(&state->counts, &seg))
 		{
 			if (pmh_table_rebuild(&ix->table, shard, desc, NULL, 0, 0, PMH_REBUILD_FILL, 0,
 								  &state->counts) != PMH_OK)

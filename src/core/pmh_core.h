@@ -266,7 +266,7 @@ extern void pmh_segment_write(char *dst, const PmhLayout *layout, const PmhEntry
 							  uint64_t count, uint32_t shard, uint32_t shard_bits,
 							  uint64_t file_generation, uint64_t generation, uint64_t lsn);
 extern int	pmh_needs_growth(uint64_t slots, uint32_t nbuckets);
-extern int	pmh_needs_shrink(const PmhCounts *counts, uint32_t nbuckets, uint32_t nposting);
+extern int	pmh_needs_shrink(const PmhCounts *counts, const PmhSegment *seg);
 
 /* pmh_alloc.c */
 extern void pmh_freemap_init(PmhFreeMap *map, PmhExtent *extents, uint32_t capacity);

@@ -466,14 +466,11 @@ pmh_needs_growth(uint64_t slots, uint32_t nbuckets)
 	return (double) (slots + 1) > (double) nbuckets * PMH_BUCKET_SLOTS * PMH_GROW_FILL;
 }
 
-/* Whether a shard is so empty that rebuilding it smaller is worth it. */
+/* Whether a segment is so empty that rebuilding it smaller is worth it. */
 int
-pmh_needs_shrink(const PmhCounts *counts, uint32_t nbuckets, uint32_t nposting)
+pmh_needs_shrink(const PmhCounts *counts, const PmhSegment *seg)
 {
-	double		capacity = (double) nbuckets * PMH_BUCKET_SLOTS +
-		(double) nposting * PMH_POSTING_SLOTS;
-
-	if (nbuckets <= 1 && nposting == 0)
+	if (seg->nbuckets <= 1 && pmh_segment_nposting(seg) == 0)
 		return 0;
-	return (double) counts->entries < capacity * PMH_SHRINK_FILL;
+	return (double) counts->entries < (double) pmh_segment_capacity(seg) * PMH_SHRINK_FILL;
 }

@@ -345,7 +345,7 @@ memtable_bulk_delete(MemTable *mt, const PmhDeleteOps *ops)
 		pmh_table_segment(&mt->table, mt->mirror[s], &seg);
 		removed += pmh_bulk_delete(&seg, ops, ++mt->lsn, &mt->persist, &mt->counts[s]);
 		if (mt->counts[s].entries == 0 ||
-			pmh_needs_shrink(&mt->counts[s], seg.nbuckets, pmh_segment_header(&seg)->nposting))
+			pmh_needs_shrink(&mt->counts[s], &seg))
 			pmh_table_rebuild(&mt->table, s, mt->mirror[s], NULL, 0, 0, PMH_REBUILD_FILL,
 							  ++mt->lsn, &mt->counts[s]);
 	}
