@@ -253,9 +253,14 @@ def method_notes(meta):
   `index_rescan` with an equality scan key per key and `index_getnext_tid` until done; no heap access,
   no executor. All three indexes exist at once; times are ns per probe over AM_LOOPS passes.
 - **pgbench**: `pgbench_accounts_pkey` dropped and `aid` indexed USING each AM in turn (other tables
-  keep their keys); before each run history truncated, tables vacuumed, `CHECKPOINT`; `pgbench -n
-  [-S] -c C -j C -T PGBENCH_SECONDS` with the default (simple) protocol unless PGBENCH_OPTS says
-  otherwise; tps without initial connection time.
+  keep their keys), once per `shared_buffers` setting of PGBENCH_SHARED_BUFFERS (the cluster is
+  restarted with it; data set `scale<S>-sb<B>`): PostgreSQL's default 128MB is smaller than the tables
+  at both scales, so heap and hash/btree index pages are read into the buffer pool as they are needed
+  (pmhash's index lives in its mapped file, outside the pool); 2GB holds everything. Before each run
+  history truncated, tables vacuumed, `CHECKPOINT`; `pgbench -n [-S] -c C -j C -T PGBENCH_SECONDS`
+  with the default (simple) protocol unless PGBENCH_OPTS says otherwise; tps without initial
+  connection time. A 1-client run has pgbench and its backend pinned to the same CPU (`taskset`):
+  unpinned, each round trip wakes an idle virtual CPU, which costs more than the transaction.
 - **spread %**: for timings and tps, the largest relative spread (max / min - 1) of one AM's
   repetitions of that figure; it shows how much noise the best-of figure was picked from.
 - The machine is shared: load averages are recorded above; other sessions' tests may have run
