@@ -4,7 +4,9 @@
 -- the probe table's scan plus the index's: none for pmhash, at least one
 -- per probe for a hash index on a copy of the table.  Present keys give the
 -- sequential scan's answer through both.
+SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS pmhash;
+RESET client_min_messages;
 SET jit = off;
 CREATE TABLE buffers_pm (id int, k int8);
 INSERT INTO buffers_pm SELECT i, i % 5000 FROM generate_series(1, 20000) i;
