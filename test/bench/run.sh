@@ -212,31 +212,34 @@ run_dataset() {
 	echo "== data set $ds done in $((SECONDS - start)) s"
 }
 
-# One pgbench run: mode $1 (select or tpcb) with $2 clients; records its tps
-# as metric <mode>_c<clients> of data set $PGB_DS and AM $3.  With one client,
+# One pgbench run of data set $1 with AM $2: mode $3 (select or tpcb), $4
+# clients; records its tps as metric <mode>_c<clients>.  With one client,
 # pgbench and its backend (forked by the postmaster, so pinned with it) run
 # on the last CPU: on a virtual machine, waking an idle CPU at each of the
 # client-server round trips costs more than the transaction itself (about
 # 7000 tps unpinned against 20000-28000 pinned on the 2-core VM), whatever
 # the index.
 pgbench_one() {
-	local mode=$1 clients=$2 am=$3 log tps opt="" postmaster pin=""
-	log=$OUT/pgbench-$PGB_DS-$am-$mode-c$clients-rep$REP.log
+	local ds=$1 am=$2 mode=$3 clients=$4 log tps opt="" pin="" postmaster cpu
+	log=$OUT/pgbench-$ds-$am-$mode-c$clients-rep$REP.log
 	[ "$mode" = select ] && opt=-S
 	bpsql -f "$SQL/pgb_reset.sql" || die "pgb_reset.sql failed"
-	postmaster=$(head -1 "$PGDATA_DIR/postmaster.pid")
-	if [ "$clients" = 1 ] && [ "$(nproc)" -gt 1 ]; then
-		pin="taskset -c $(($(nproc) - 1))"
-		as_root taskset -p -c "$(($(nproc) - 1))" "$postmaster" >/dev/null || die "taskset failed"
+	cpu=$(($(nproc) - 1))
+	if [ "$clients" = 1 ] && [ "$cpu" -gt 0 ]; then
+		postmaster=$(head -1 "$PGDATA_DIR/postmaster.pid")
+		pin="taskset -c $cpu"
+		as_root taskset -p -c "$cpu" "$postmaster" >/dev/null || die "taskset failed"
 	fi
 	# shellcheck disable=SC2086
 	$pin "$PG_BIN/pgbench" -n $opt -c "$clients" -j "$clients" -T "$PGBENCH_SECONDS" $PGBENCH_OPTS \
 		bench >"$log" 2>&1 || { cat "$log"; die "pgbench failed"; }
-	as_root taskset -p -c "0-$(($(nproc) - 1))" "$postmaster" >/dev/null || die "taskset failed"
+	if [ -n "$pin" ]; then
+		as_root taskset -p -c "0-$cpu" "$postmaster" >/dev/null || die "taskset failed"
+	fi
 	tps=$(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' "$log")
 	[ -n "$tps" ] || { cat "$log"; die "no tps in pgbench output"; }
-	echo "pgbench,$PGB_DS,$am,${mode}_c$clients,$REP,$tps" >>"$RAW"
-	printf '   pgbench %-16s %-7s rep %s: %s_c%s tps=%s\n' "$PGB_DS" "$am" "$REP" "$mode" "$clients" "$tps"
+	echo "pgbench,$ds,$am,${mode}_c$clients,$REP,$tps" >>"$RAW"
+	printf '   pgbench %-16s %-7s rep %s: %s_c%s tps=%s\n' "$ds" "$am" "$REP" "$mode" "$clients" "$tps"
 }
 
 # Restart the cluster with shared_buffers $1.
@@ -251,7 +254,7 @@ restart_with_buffers() {
 # restart the cluster, and for each repetition and AM index
 # pgbench_accounts.aid with the AM and run every mode and client count.
 run_pgbench() {
-	local start=$SECONDS am mode clients buffers scale=$1
+	local start=$SECONDS am mode clients buffers ds scale=$1
 	record_load "scale$scale"
 	echo "== pgbench scale $scale: initializing"
 	"$PG_BIN/pgbench" -i -q -s "$scale" bench >"$OUT/pgbench-init-scale$scale.log" 2>&1 ||
@@ -259,13 +262,13 @@ run_pgbench() {
 	bpsql -f "$SQL/pgb_prepare.sql" || die "pgb_prepare.sql failed"
 	for buffers in $PGBENCH_SHARED_BUFFERS; do
 		restart_with_buffers "$buffers"
-		PGB_DS=scale$scale-sb$buffers
+		ds=scale$scale-sb$buffers
 		for REP in $(seq 1 "$PGBENCH_REPS"); do
 			for am in $(rotation "$REP" "$AMS"); do
-				measure pgbench "$PGB_DS" "$am" pgb_index.sql
+				measure pgbench "$ds" "$am" pgb_index.sql
 				for mode in select tpcb; do
 					for clients in $PGBENCH_CLIENTS; do
-						pgbench_one "$mode" "$clients" "$am"
+						pgbench_one "$ds" "$am" "$mode" "$clients"
 					done
 				done
 			done
