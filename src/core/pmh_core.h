@@ -27,7 +27,7 @@
 #define PMH_CHAIN_THRESHOLD		16		/* more copies of a hash go to a chain */
 #define PMH_MAX_BUILD_FILL		0.88	/* bulk builds leave room before growth */
 #define PMH_GROW_FILL			0.90	/* fill that triggers growth */
-#define PMH_REBUILD_FILL		0.60	/* fill after growth or shrinking */
+#define PMH_REBUILD_FILL		0.45	/* fill after growth or shrinking */
 #define PMH_SHRINK_FILL			0.20	/* fill below which a shard shrinks */
 #define PMH_LOOKUP_RETRIES		1000	/* torn-read retries before PMH_BUSY */
 

@@ -749,6 +749,9 @@ test_damage(void)
 
 		for (uint64_t k = 0; k < 3000; k++)
 			add(mt, &m, k % 3 == 0 ? mix(5) : mix(k));
+		/* more distinct codes with one home bucket than it has slots */
+		for (uint32_t k = 0; k < 2 * PMH_BUCKET_SLOTS; k++)
+			add(mt, &m, UINT32_C(0x40000000) + (k << (32 - PMH_CODE_BITS)));
 		pmh_table_segment(&mt->table, mt->mirror[0], &seg);
 		if (kind == 0)
 			pmh_segment_header(&seg)->nposting++;
