@@ -14,7 +14,8 @@
 #     by the AM, at each scale, client count and shared_buffers setting (the
 #     cluster restarted with each; PostgreSQL's default 128MB is smaller than
 #     both scales' tables, 2GB holds them).  A 1-client run has pgbench and
-#     its backend share one CPU (see pgbench_one).
+#     its backend share one CPU (see pgbench_one).  First, select-only with
+#     no index and each row fetched by its TID: what no index can beat.
 # Timed SQL- and AM-level measurements are repeated REPS times, the AM order
 # rotated each time, and the best is kept; likewise pgbench, PGBENCH_REPS times.
 # Then it stops the cluster, runs test/bench/core/run.sh if present (unless
@@ -77,6 +78,8 @@ PGBENCH_OPTS=${PGBENCH_OPTS:-}
 SHARED_BUFFERS=${SHARED_BUFFERS:-2GB}
 WORK=""
 REP=0
+TID_PER_PAGE=0
+TID_ACCOUNTS=0
 
 # Stop with an error message; the exit trap stops the cluster.
 die() {
@@ -222,7 +225,10 @@ run_dataset() {
 pgbench_one() {
 	local ds=$1 am=$2 mode=$3 clients=$4 log tps opt="" pin="" postmaster cpu
 	log=$OUT/pgbench-$ds-$am-$mode-c$clients-rep$REP.log
-	[ "$mode" = select ] && opt=-S
+	case $am/$mode in
+		tid/select) opt="-f $SQL/pgb_select_by_tid.sql -D per_page=$TID_PER_PAGE -D accounts=$TID_ACCOUNTS" ;;
+		*/select) opt=-S ;;
+	esac
 	bpsql -f "$SQL/pgb_reset.sql" || die "pgb_reset.sql failed"
 	cpu=$(($(nproc) - 1))
 	if [ "$clients" = 1 ] && [ "$cpu" -gt 0 ]; then
@@ -250,9 +256,33 @@ restart_with_buffers() {
 	[ "$(bpsql -c "SHOW shared_buffers")" = "$1" ] || die "shared_buffers is not $1 after the restart"
 }
 
-# pgbench at scale $1: initialize, then for each shared_buffers setting
-# restart the cluster, and for each repetition and AM index
-# pgbench_accounts.aid with the AM and run every mode and client count.
+# The bound of pgbench select-only at scale $1: the same transaction with no
+# index on pgbench_accounts, each row fetched by its TID (pseudo-AM "tid"),
+# at each shared_buffers setting and client count.  Only valid while rows
+# sit where pgbench -i put them, so before any TPC-B-like run.
+run_tid_bound() {
+	local buffers clients scale=$1
+	case " $PGBENCH_OPTS " in
+		*" -M"* | *" --protocol"*)
+			echo "== no bound of select-only: its TID literal needs the simple protocol"
+			return 0 ;;
+	esac
+	TID_PER_PAGE=$(bpsql -f "$SQL/pgb_tid_layout.sql") || die "pgb_tid_layout.sql failed"
+	TID_ACCOUNTS=$((100000 * scale))
+	for buffers in $PGBENCH_SHARED_BUFFERS; do
+		restart_with_buffers "$buffers"
+		for REP in $(seq 1 "$PGBENCH_REPS"); do
+			for clients in $PGBENCH_CLIENTS; do
+				pgbench_one "scale$scale-sb$buffers" tid select "$clients"
+			done
+		done
+	done
+}
+
+# pgbench at scale $1: initialize and run the bound of select-only; then for
+# each shared_buffers setting restart the cluster, and for each repetition
+# and AM index pgbench_accounts.aid with the AM and run every mode and
+# client count.
 run_pgbench() {
 	local start=$SECONDS am mode clients buffers ds scale=$1
 	record_load "scale$scale"
@@ -260,6 +290,7 @@ run_pgbench() {
 	"$PG_BIN/pgbench" -i -q -s "$scale" bench >"$OUT/pgbench-init-scale$scale.log" 2>&1 ||
 		{ cat "$OUT/pgbench-init-scale$scale.log"; die "pgbench -i failed"; }
 	bpsql -f "$SQL/pgb_prepare.sql" || die "pgb_prepare.sql failed"
+	run_tid_bound "$scale"
 	for buffers in $PGBENCH_SHARED_BUFFERS; do
 		restart_with_buffers "$buffers"
 		ds=scale$scale-sb$buffers

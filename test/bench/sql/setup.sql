@@ -2,6 +2,7 @@
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS pmhash;
 CREATE EXTENSION IF NOT EXISTS pmhash_bench;
+CREATE EXTENSION IF NOT EXISTS pg_prewarm;
 
 -- Size of an index in bytes: all its forks, plus its file for a pmhash index.
 CREATE OR REPLACE FUNCTION bench_index_bytes(idx regclass) RETURNS bigint
@@ -28,9 +29,8 @@ BEGIN
 	END IF;
 END $$;
 
--- Raise an error unless the plan of "query" scans index "idx" (as an index
--- scan, inside a nested loop if "nested" is set); returns the plan.
-CREATE OR REPLACE FUNCTION bench_plan_check(query text, idx text, nested boolean) RETURNS text
+-- The plan of "query", as EXPLAIN (COSTS OFF) prints it.
+CREATE OR REPLACE FUNCTION bench_plan(query text) RETURNS text
 LANGUAGE plpgsql AS $$
 DECLARE
 	line text;
@@ -39,6 +39,16 @@ BEGIN
 	FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || query LOOP
 		plan := plan || line || E'\n';
 	END LOOP;
+	RETURN plan;
+END $$;
+
+-- Raise an error unless the plan of "query" scans index "idx" (as an index
+-- scan, inside a nested loop if "nested" is set); returns the plan.
+CREATE OR REPLACE FUNCTION bench_plan_check(query text, idx text, nested boolean) RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+	plan text := bench_plan(query);
+BEGIN
 	IF position('Index Scan using ' || idx || ' ' IN plan) = 0
 	   OR (nested AND position('Nested Loop' IN plan) = 0) THEN
 		RAISE EXCEPTION 'the plan of "%" does not probe index %: %', query, idx, plan;
