@@ -24,7 +24,7 @@
 # measurement), meta.txt, run.log, server.log and the pgbench logs.  Floors
 # that fail are reported, not turned into an exit status; errors exit non-zero.
 #
-#   bash test/bench/run.sh            full run (about 36 minutes on 2 cores,
+#   bash test/bench/run.sh            full run (about 38 minutes on 2 cores,
 #                                     3 more for the core benchmark)
 #   QUICK=1 bash test/bench/run.sh    smoke test: 1M keys, scale 20, short runs
 #
