@@ -224,25 +224,27 @@ COLUMNS = [("section", "section"), ("dataset", "data set"), ("metric", "metric")
            ("pmhash", "pmhash"), ("hash", "hash"), ("btree", "btree"), ("pmhash_hash", "pmhash/hash"),
            ("pmhash_btree", "pmhash/btree"), ("spread", "spread %"), ("floor", "floor"),
            ("result", "result")]
+# columns of words, aligned left; the others hold numbers
+TEXT_COLUMNS = {"section", "dataset", "metric", "unit", "floor", "result"}
 
 
-def text_table(rows, columns=COLUMNS, left=(0, 1, 2, 3, 10, 11)):
-    """The rows as a fixed-width text table; columns in left are not numbers."""
+def text_table(rows, columns=COLUMNS):
+    """The rows as a fixed-width text table."""
     cells = [[h for _, h in columns]] + [[fmt(r[k]) for k, _ in columns] for r in rows]
     widths = [max(len(c[i]) for c in cells) for i in range(len(columns))]
     lines = []
     for n, c in enumerate(cells):
-        lines.append("  ".join(v.ljust(w) if i in left else v.rjust(w)
-                               for i, (v, w) in enumerate(zip(c, widths))).rstrip())
+        lines.append("  ".join(v.ljust(w) if k in TEXT_COLUMNS else v.rjust(w)
+                               for (k, _), v, w in zip(columns, c, widths)).rstrip())
         if n == 0:
             lines.append("  ".join("-" * w for w in widths))
     return "\n".join(lines)
 
 
-def md_table(rows, columns=COLUMNS, left=(0, 1, 2, 3, 10, 11)):
-    """The rows as a markdown table; columns in left are not numbers."""
+def md_table(rows, columns=COLUMNS):
+    """The rows as a markdown table."""
     out = ["| " + " | ".join(h for _, h in columns) + " |",
-           "|" + "|".join("---" if i in left else "---:" for i in range(len(columns))) + "|"]
+           "|" + "|".join("---" if k in TEXT_COLUMNS else "---:" for k, _ in columns) + "|"]
     for r in rows:
         cells = [fmt(r[k]) for k, _ in columns]
         if r.get("result") == "FAIL":
@@ -341,7 +343,7 @@ def main():
     bounds = bound_rows(kept)
     if bounds:
         md += ["## Bound of pgbench select-only", "", BOUND_TEXT + ".", "",
-               md_table(bounds, BOUND_COLUMNS, (0,)), ""]
+               md_table(bounds, BOUND_COLUMNS), ""]
     md += ["## Method", "", method_notes(meta), ""]
     with open(os.path.join(out, "results.md"), "w") as f:
         f.write("\n".join(md))
@@ -358,7 +360,7 @@ def main():
     if bounds:
         print()
         print("== " + BOUND_TEXT)
-        print(text_table(bounds, BOUND_COLUMNS, (0,)))
+        print(text_table(bounds, BOUND_COLUMNS))
     print()
     print(summary)
     for r in failed:
