@@ -36,16 +36,21 @@ SPECS = {
     "am_present_ns": ("AM-level probe, present key", "ns", "min", "lower", [("hash", "<=", 0.25)]),
     "am_absent_ns": ("AM-level probe, absent key", "ns", "min", "lower", [("hash", "<=", 0.25)]),
 }
+PGBENCH_ORDER = ["select", "prepared", "tpcb", "tpcb_wal"]
 SQL_ORDER = ["build_s", "build_wal_mb", "size_mb", "size_bpe", "probe_present_us", "probe_absent_us",
              "insert_us", "insert_index_us", "insert_wal_b", "insert_index_wal_b"]
 
 
 def pgbench_spec(metric):
-    """The spec of a pgbench metric <select|tpcb>_c<clients>."""
+    """The spec of a pgbench metric <select|prepared|tpcb|tpcb_wal>_c<clients>."""
     mode, clients = metric.split("_c")
     plural = "" if clients == "1" else "s"
-    if mode == "select":
-        return ("pgbench select-only, %s client%s" % (clients, plural), "tps", "max", "higher",
+    if mode == "tpcb_wal":
+        return ("WAL per TPC-B-like transaction, %s client%s" % (clients, plural), "B", "median",
+                "lower", [])
+    if mode in ("select", "prepared"):
+        how = ", prepared" if mode == "prepared" else ""
+        return ("pgbench select-only%s, %s client%s" % (how, clients, plural), "tps", "max", "higher",
                 [("hash", ">=", 1.15), ("btree", ">=", 1.3)])
     return ("pgbench TPC-B-like, %s client%s" % (clients, plural), "tps", "max", "higher",
             [("hash", ">=", 1.0)])
@@ -85,7 +90,7 @@ def aggregate(values, how):
 def how_kept(section, metric):
     """How the repetitions of a metric are reduced to one value."""
     if section == "pgbench":
-        return "max"
+        return pgbench_spec(metric)[2]
     if metric in SPECS and SPECS[metric][2] != "derived":
         return SPECS[metric][2]
     return "median"
@@ -145,6 +150,8 @@ def build_rows(data):
                 if "insert_us" in metrics:
                     metrics += ["insert_index_us", "insert_index_wal_b"]
                 metrics = [m for m in SQL_ORDER if m in metrics] + [m for m in metrics if m not in SQL_ORDER]
+            if section == "pgbench":
+                metrics.sort(key=lambda m: (PGBENCH_ORDER.index(m.split("_c")[0]), int(m.split("_c")[1])))
             for m in metrics:
                 spec = pgbench_spec(m) if section == "pgbench" else SPECS[m]
                 label, unit, _, better, floors = spec
@@ -276,18 +283,24 @@ def method_notes(meta):
 - **AM level**: `pmhash_bench_probe(index, keys, loops)` (test/bench/am/): one index scan, an
   `index_rescan` with an equality scan key per key and `index_getnext_tid` until done; no heap access,
   no executor. All three indexes exist at once; times are ns per probe over AM_LOOPS passes.
-- **pgbench**: `pgbench_accounts_pkey` dropped and `aid` indexed USING each AM in turn (other tables
-  keep their keys), once per `shared_buffers` setting of PGBENCH_SHARED_BUFFERS (the cluster is
-  restarted with it; data set `scale<S>-sb<B>`): PostgreSQL's default 128MB is smaller than the tables
-  at both scales, so heap and hash/btree index pages are read into the buffer pool as they are needed
-  (pmhash's index lives in its mapped file, outside the pool); 2GB holds everything. Before each run
-  history truncated, tables vacuumed, `CHECKPOINT`; `pgbench -n [-S] -c C -j C -T PGBENCH_SECONDS`
-  with the default (simple) protocol unless PGBENCH_OPTS says otherwise; tps without initial
-  connection time. A 1-client run has pgbench and its backend pinned to the same CPU (`taskset`):
-  unpinned, each round trip wakes an idle virtual CPU, which costs more than the transaction.
-  Before the first TPC-B-like run at a scale (which moves rows), select-only also runs with no index
-  on `aid` and each row fetched by its TID (`test/bench/sql/pgb_select_by_tid.sql`, after
-  `pgb_tid_layout.sql` checked that every row sits where its aid says): the bound no index can beat.
+- **pgbench**: `pgbench -i` once per AM, each into a schema of its own (`pgb_<am>`, picked by
+  `search_path`), `pgbench_accounts_pkey` dropped and `aid` indexed USING the AM (other tables keep
+  their keys). For each `shared_buffers` setting of PGBENCH_SHARED_BUFFERS (the cluster is
+  restarted with it; data set `scale<S>-sb<B>`): PostgreSQL's default 128MB is smaller than the
+  tables at both scales, so heap and hash/btree index pages are read into the buffer pool as they
+  are needed (pmhash's index lives in its mapped file, outside the pool); 2GB holds everything.
+  Each repetition runs select-only (`-S`, simple protocol), select-only with prepared statements
+  (`-S -M prepared`, so no planning per transaction) and TPC-B-like, 1 and 2 clients, the AMs'
+  runs of each one right after another (order rotated each repetition). Before each run, on that
+  AM's tables: history truncated, tables vacuumed, `CHECKPOINT`, `pgbench_accounts` and its index
+  prewarmed; `pgbench -n -c C -j C -T PGBENCH_SECONDS`; tps without initial connection time; for
+  TPC-B-like also the WAL bytes per transaction (`pg_current_wal_insert_lsn()` around the run, so
+  the full-page images after the checkpoint count, as they do in production). A 1-client run has
+  pgbench and its backend pinned to the same CPU (`taskset`): unpinned, each round trip wakes an
+  idle virtual CPU, which costs more than the transaction. Select-only also runs on a fourth copy,
+  `pgb_tid`, with no index on `aid` and each row fetched by its TID
+  (`test/bench/sql/pgb_select_by_tid.sql`, after `pgb_tid_layout.sql` checked that every row sits
+  where its aid says; only select-only ever runs there): the bound no index can beat.
 - **spread %**: for timings and tps, the largest relative spread (max / min - 1) of one AM's
   repetitions of that figure; it shows how much noise the best-of figure was picked from.
 - The machine is shared: load averages are recorded above; other sessions' tests may have run

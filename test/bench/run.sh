@@ -10,21 +10,23 @@
 #     keys): build time, size, nested-loop probes of present and of absent
 #     keys, and inserts into the indexed table (time and WAL per row);
 #   AM level: equality probes through the index AM API (pmhash_bench_probe);
-#   pgbench select-only and TPC-B-like runs with pgbench_accounts.aid indexed
-#     by the AM, at each scale, client count and shared_buffers setting (the
-#     cluster restarted with each; PostgreSQL's default 128MB is smaller than
-#     both scales' tables, 2GB holds them).  A 1-client run has pgbench and
-#     its backend share one CPU (see pgbench_one).  First, select-only with
-#     no index and each row fetched by its TID: what no index can beat.
+#   pgbench select-only and TPC-B-like runs on a copy of the pgbench tables
+#     per AM with pgbench_accounts.aid indexed by the AM, at each scale,
+#     client count and shared_buffers setting (the cluster restarted with
+#     each; PostgreSQL's default 128MB is smaller than both scales' tables,
+#     2GB holds them).  A 1-client run has pgbench and its backend share one
+#     CPU (see pgbench_one).  Select-only also runs on a copy with no index,
+#     each row fetched by its TID: what no index can beat.
 # Timed SQL- and AM-level measurements are repeated REPS times, the AM order
-# rotated each time, and the best is kept; likewise pgbench, PGBENCH_REPS times.
+# rotated each time, and the best is kept; likewise pgbench, PGBENCH_REPS
+# times, the AMs' runs of each mode and client count one after another.
 # Then it stops the cluster, runs test/bench/core/run.sh if present (unless
 # SKIP_CORE is set; its test/bench/out/core.csv joins the table), and writes
 # test/bench/out/: results.md, results.csv, bench.png, raw.csv (every
 # measurement), meta.txt, run.log, server.log and the pgbench logs.  Floors
 # that fail are reported, not turned into an exit status; errors exit non-zero.
 #
-#   bash test/bench/run.sh            full run (about 38 minutes on 2 cores,
+#   bash test/bench/run.sh            full run (about 60 minutes on 2 cores,
 #                                     3 more for the core benchmark)
 #   QUICK=1 bash test/bench/run.sh    smoke test: 1M keys, scale 20, short runs
 #
@@ -38,9 +40,10 @@
 #   PGBENCH_SCALES   pgbench scales ("20 100" [20])
 #   PGBENCH_CLIENTS  client counts ("1 2")
 #   PGBENCH_SHARED_BUFFERS  shared_buffers of the pgbench runs ("128MB 2GB")
-#   PGBENCH_SECONDS  duration of each pgbench run (15 [5])
-#   PGBENCH_REPS     repetitions of each pgbench run (2 [1])
-#   PGBENCH_OPTS     extra pgbench options, e.g. "-M prepared" (none)
+#   PGBENCH_SECONDS  duration of each pgbench run (10 [5])
+#   PGBENCH_REPS     repetitions of each pgbench run (3 [1])
+#   PGBENCH_OPTS     extra pgbench options for every run (none); a -M or
+#                    --protocol there also skips the bound of select-only
 #   SHARED_BUFFERS   shared_buffers of the SQL- and AM-level part (2GB)
 #   SKIP_CORE        set to skip test/bench/core/run.sh
 set -u
@@ -72,8 +75,8 @@ AM_LOOPS=${AM_LOOPS:-5}
 PGBENCH_SCALES=${PGBENCH_SCALES:-"20 100"}
 PGBENCH_CLIENTS=${PGBENCH_CLIENTS:-"1 2"}
 PGBENCH_SHARED_BUFFERS=${PGBENCH_SHARED_BUFFERS:-"128MB 2GB"}
-PGBENCH_SECONDS=${PGBENCH_SECONDS:-15}
-PGBENCH_REPS=${PGBENCH_REPS:-2}
+PGBENCH_SECONDS=${PGBENCH_SECONDS:-10}
+PGBENCH_REPS=${PGBENCH_REPS:-3}
 PGBENCH_OPTS=${PGBENCH_OPTS:-}
 SHARED_BUFFERS=${SHARED_BUFFERS:-2GB}
 WORK=""
@@ -215,37 +218,76 @@ run_dataset() {
 	echo "== data set $ds done in $((SECONDS - start)) s"
 }
 
-# One pgbench run of data set $1 with AM $2: mode $3 (select or tpcb), $4
-# clients; records its tps as metric <mode>_c<clients>.  With one client,
-# pgbench and its backend (forked by the postmaster, so pinned with it) run
-# on the last CPU: on a virtual machine, waking an idle CPU at each of the
+# Run command $2... with the pgbench tables of AM $1 (schema pgb_<AM>) first
+# on the search path of every connection it opens.
+in_set() {
+	local am=$1
+	shift
+	PGOPTIONS="-c search_path=pgb_$am,public" "$@"
+}
+
+# Create the pgbench tables of AM $1 at scale $2 in schema pgb_<AM>: pgbench
+# -i, the primary key of pgbench_accounts dropped, and the aid index of the
+# AM, or none for the pseudo-AM "tid" (whose rows are checked to sit where
+# pgb_select_by_tid.sql will look for them).
+create_pgbench_set() {
+	local am=$1 scale=$2
+	bpsql -c "DROP SCHEMA IF EXISTS pgb_$am CASCADE; CREATE SCHEMA pgb_$am" ||
+		die "CREATE SCHEMA failed"
+	in_set "$am" "$PG_BIN/pgbench" -i -q -s "$scale" bench >"$OUT/pgbench-init-scale$scale-$am.log" 2>&1 ||
+		{ cat "$OUT/pgbench-init-scale$scale-$am.log"; die "pgbench -i failed"; }
+	in_set "$am" bpsql -f "$SQL/pgb_prepare.sql" || die "pgb_prepare.sql failed"
+	if [ "$am" = tid ]; then
+		TID_PER_PAGE=$(in_set tid bpsql -f "$SQL/pgb_tid_layout.sql") || die "pgb_tid_layout.sql failed"
+		TID_ACCOUNTS=$((100000 * scale))
+	else
+		in_set "$am" measure pgbench "scale$scale" "$am" pgb_index.sql
+	fi
+}
+
+# One pgbench run of data set $1 on the tables of AM $2: mode $3 (select;
+# prepared, i.e. select-only with prepared statements; or tpcb), $4 clients;
+# records its tps as metric <mode>_c<clients>, and for TPC-B-like the WAL
+# bytes per transaction as tpcb_wal_c<clients>.  With one client, pgbench
+# and its backend (forked by the postmaster, so pinned with it) run on the
+# last CPU: on a virtual machine, waking an idle CPU at each of the
 # client-server round trips costs more than the transaction itself (about
 # 7000 tps unpinned against 20000-28000 pinned on the 2-core VM), whatever
 # the index.
 pgbench_one() {
-	local ds=$1 am=$2 mode=$3 clients=$4 log tps opt="" pin="" postmaster cpu
+	local ds=$1 am=$2 mode=$3 clients=$4 log tps opt="" pin="" postmaster cpu lsn txns wal
 	log=$OUT/pgbench-$ds-$am-$mode-c$clients-rep$REP.log
 	case $am/$mode in
 		tid/select) opt="-f $SQL/pgb_select_by_tid.sql -D per_page=$TID_PER_PAGE -D accounts=$TID_ACCOUNTS" ;;
 		*/select) opt=-S ;;
+		*/prepared) opt="-S -M prepared" ;;
 	esac
-	bpsql -f "$SQL/pgb_reset.sql" || die "pgb_reset.sql failed"
+	in_set "$am" bpsql -f "$SQL/pgb_reset.sql" || die "pgb_reset.sql failed"
 	cpu=$(($(nproc) - 1))
 	if [ "$clients" = 1 ] && [ "$cpu" -gt 0 ]; then
 		postmaster=$(head -1 "$PGDATA_DIR/postmaster.pid")
 		pin="taskset -c $cpu"
 		as_root taskset -p -c "$cpu" "$postmaster" >/dev/null || die "taskset failed"
 	fi
+	lsn=$(bpsql -c "SELECT pg_current_wal_insert_lsn()") || die "no WAL position"
 	# shellcheck disable=SC2086
-	$pin "$PG_BIN/pgbench" -n $opt -c "$clients" -j "$clients" -T "$PGBENCH_SECONDS" $PGBENCH_OPTS \
-		bench >"$log" 2>&1 || { cat "$log"; die "pgbench failed"; }
+	in_set "$am" $pin "$PG_BIN/pgbench" -n $opt -c "$clients" -j "$clients" -T "$PGBENCH_SECONDS" \
+		$PGBENCH_OPTS bench >"$log" 2>&1 || { cat "$log"; die "pgbench failed"; }
 	if [ -n "$pin" ]; then
 		as_root taskset -p -c "0-$cpu" "$postmaster" >/dev/null || die "taskset failed"
 	fi
 	tps=$(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' "$log")
 	[ -n "$tps" ] || { cat "$log"; die "no tps in pgbench output"; }
 	echo "pgbench,$ds,$am,${mode}_c$clients,$REP,$tps" >>"$RAW"
-	printf '   pgbench %-16s %-7s rep %s: %s_c%s tps=%s\n' "$ds" "$am" "$REP" "$mode" "$clients" "$tps"
+	printf '   pgbench %-16s %-7s rep %s: %s_c%s tps=%s' "$ds" "$am" "$REP" "$mode" "$clients" "$tps"
+	if [ "$mode" = tpcb ]; then
+		txns=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$log")
+		wal=$(bpsql -c "SELECT round(pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '$lsn') / $txns)") ||
+			die "no WAL volume"
+		echo "pgbench,$ds,$am,tpcb_wal_c$clients,$REP,$wal" >>"$RAW"
+		printf ' WAL/transaction=%s B' "$wal"
+	fi
+	echo
 }
 
 # Restart the cluster with shared_buffers $1.
@@ -256,56 +298,45 @@ restart_with_buffers() {
 	[ "$(bpsql -c "SHOW shared_buffers")" = "$1" ] || die "shared_buffers is not $1 after the restart"
 }
 
-# The bound of pgbench select-only at scale $1: the same transaction with no
-# index on pgbench_accounts, each row fetched by its TID (pseudo-AM "tid"),
-# at each shared_buffers setting and client count.  Only valid while rows
-# sit where pgbench -i put them, so before any TPC-B-like run.
-run_tid_bound() {
-	local buffers clients scale=$1
+# pgbench at scale $1.  Each AM gets its own copy of the pgbench tables, so
+# that runs of the AMs can alternate without rebuilding an index; so does
+# the bound of select-only, the pseudo-AM "tid": no index on aid, each row
+# fetched by its TID (unless PGBENCH_OPTS picks a protocol, because its TID
+# is a literal that pgbench fills in).  For each shared_buffers setting the
+# cluster restarts; then each repetition runs every mode (select-only with
+# the simple protocol, then with prepared statements, then TPC-B-like) and
+# client count, with the AMs in an order rotated each repetition, one run
+# after another.
+run_pgbench() {
+	local start=$SECONDS am mode clients buffers ds scale=$1 bound=tid sets
 	case " $PGBENCH_OPTS " in
 		*" -M"* | *" --protocol"*)
 			echo "== no bound of select-only: its TID literal needs the simple protocol"
-			return 0 ;;
+			bound="" ;;
 	esac
-	TID_PER_PAGE=$(bpsql -f "$SQL/pgb_tid_layout.sql") || die "pgb_tid_layout.sql failed"
-	TID_ACCOUNTS=$((100000 * scale))
-	for buffers in $PGBENCH_SHARED_BUFFERS; do
-		restart_with_buffers "$buffers"
-		for REP in $(seq 1 "$PGBENCH_REPS"); do
-			for clients in $PGBENCH_CLIENTS; do
-				pgbench_one "scale$scale-sb$buffers" tid select "$clients"
-			done
-		done
-	done
-}
-
-# pgbench at scale $1: initialize and run the bound of select-only; then for
-# each shared_buffers setting restart the cluster, and for each repetition
-# and AM index pgbench_accounts.aid with the AM and run every mode and
-# client count.
-run_pgbench() {
-	local start=$SECONDS am mode clients buffers ds scale=$1
 	record_load "scale$scale"
-	echo "== pgbench scale $scale: initializing"
-	"$PG_BIN/pgbench" -i -q -s "$scale" bench >"$OUT/pgbench-init-scale$scale.log" 2>&1 ||
-		{ cat "$OUT/pgbench-init-scale$scale.log"; die "pgbench -i failed"; }
-	bpsql -f "$SQL/pgb_prepare.sql" || die "pgb_prepare.sql failed"
-	run_tid_bound "$scale"
+	echo "== pgbench scale $scale: initializing a set of tables for each of: $bound $AMS"
+	for am in $bound $AMS; do
+		create_pgbench_set "$am" "$scale"
+	done
 	for buffers in $PGBENCH_SHARED_BUFFERS; do
 		restart_with_buffers "$buffers"
 		ds=scale$scale-sb$buffers
 		for REP in $(seq 1 "$PGBENCH_REPS"); do
-			for am in $(rotation "$REP" "$AMS"); do
-				measure pgbench "$ds" "$am" pgb_index.sql
-				for mode in select tpcb; do
-					for clients in $PGBENCH_CLIENTS; do
+			for mode in select prepared tpcb; do
+				sets=$AMS
+				[ "$mode" = select ] && sets="$bound $AMS"
+				for clients in $PGBENCH_CLIENTS; do
+					for am in $(rotation "$REP" "$sets"); do
 						pgbench_one "$ds" "$am" "$mode" "$clients"
 					done
 				done
 			done
 		done
 	done
-	bpsql -c "DROP INDEX pgb_aid" || die "DROP INDEX failed"
+	for am in $bound $AMS; do
+		bpsql -c "DROP SCHEMA pgb_$am CASCADE" || die "DROP SCHEMA failed"
+	done
 	echo "== pgbench scale $scale done in $((SECONDS - start)) s"
 }
 
