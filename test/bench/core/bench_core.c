@@ -913,10 +913,10 @@ main(int argc, char **argv)
 
 	/*
 	 * File size: a phase frees nothing until it ends, so the file must hold
-	 * every segment the growth of a phase creates.  Shards grow by half
-	 * again each rebuild and start at 60% fill, so the segments of a shard
-	 * add up to about three times its last one; the last ones hold n
-	 * entries at 60% fill.
+	 * every segment the growth of a phase creates.  A growing shard doubles
+	 * its buckets at each rebuild, so the segments of a shard add up to
+	 * about twice its last one; the last ones hold n entries at no less
+	 * than the rebuild fill.  Twice that again leaves room to spare.
 	 */
 	bytes = (uint64_t) ((double) n / (PMH_BUCKET_SLOTS * PMH_REBUILD_FILL) * 4.0 * PMH_UNIT_SIZE)
 		+ (UINT64_C(64) << 20);
