@@ -232,7 +232,7 @@ in_set() {
 # pgb_select_by_tid.sql will look for them).
 create_pgbench_set() {
 	local am=$1 scale=$2
-	bpsql -c "DROP SCHEMA IF EXISTS pgb_$am CASCADE; CREATE SCHEMA pgb_$am" ||
+	bpsql -c "SET client_min_messages = warning; DROP SCHEMA IF EXISTS pgb_$am CASCADE; CREATE SCHEMA pgb_$am" ||
 		die "CREATE SCHEMA failed"
 	in_set "$am" "$PG_BIN/pgbench" -i -q -s "$scale" bench >"$OUT/pgbench-init-scale$scale-$am.log" 2>&1 ||
 		{ cat "$OUT/pgbench-init-scale$scale-$am.log"; die "pgbench -i failed"; }
