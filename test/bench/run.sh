@@ -238,7 +238,7 @@ create_pgbench_set() {
 		{ cat "$OUT/pgbench-init-scale$scale-$am.log"; die "pgbench -i failed"; }
 	in_set "$am" bpsql -f "$SQL/pgb_prepare.sql" || die "pgb_prepare.sql failed"
 	if [ "$am" = tid ]; then
-		TID_PER_PAGE=$(in_set tid bpsql -f "$SQL/pgb_tid_layout.sql") || die "pgb_tid_layout.sql failed"
+		TID_PER_PAGE=$(in_set "$am" bpsql -f "$SQL/pgb_tid_layout.sql") || die "pgb_tid_layout.sql failed"
 		TID_ACCOUNTS=$((100000 * scale))
 	else
 		in_set "$am" measure pgbench "scale$scale" "$am" pgb_index.sql
@@ -269,7 +269,9 @@ pgbench_one() {
 		pin="taskset -c $cpu"
 		as_root taskset -p -c "$cpu" "$postmaster" >/dev/null || die "taskset failed"
 	fi
-	lsn=$(bpsql -c "SELECT pg_current_wal_insert_lsn()") || die "no WAL position"
+	if [ "$mode" = tpcb ]; then
+		lsn=$(bpsql -c "SELECT pg_current_wal_insert_lsn()") || die "no WAL position"
+	fi
 	# shellcheck disable=SC2086
 	in_set "$am" $pin "$PG_BIN/pgbench" -n $opt -c "$clients" -j "$clients" -T "$PGBENCH_SECONDS" \
 		$PGBENCH_OPTS bench >"$log" 2>&1 || { cat "$log"; die "pgbench failed"; }
