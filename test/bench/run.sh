@@ -15,13 +15,14 @@
 #     client count and shared_buffers setting (the cluster restarted with
 #     each; PostgreSQL's default 128MB is smaller than both scales' tables,
 #     2GB holds them).  A 1-client run has pgbench and its backend share one
-#     CPU (see pgbench_one).  Select-only also runs on a copy with no index,
-#     each row fetched by its TID: what no index can beat.
+#     CPU (see pgbench_one).  Select-only, with either protocol, also runs on
+#     a copy with no index, each row fetched by its TID: what no index can beat.
 # Timed SQL- and AM-level measurements are repeated REPS times, the AM order
 # rotated each time, and the best is kept; likewise pgbench, PGBENCH_REPS
 # times, the AMs' runs of each mode and client count one after another.
 # Then it stops the cluster, runs test/bench/core/run.sh if present (unless
-# SKIP_CORE is set; its test/bench/out/core.csv joins the table), and writes
+# SKIP_CORE is set), whose test/bench/out/core.csv joins the table (a
+# core.csv of an earlier run is removed at the start), and writes
 # test/bench/out/: results.md, results.csv, bench.png, raw.csv (every
 # measurement), meta.txt, run.log, server.log and the pgbench logs.  Floors
 # that fail are reported, not turned into an exit status; errors exit non-zero.
@@ -81,8 +82,7 @@ PGBENCH_OPTS=${PGBENCH_OPTS:-}
 SHARED_BUFFERS=${SHARED_BUFFERS:-2GB}
 WORK=""
 REP=0
-TID_PER_PAGE=0
-TID_ACCOUNTS=0
+TID_VARS=""
 
 # Stop with an error message; the exit trap stops the cluster.
 die() {
@@ -229,17 +229,17 @@ in_set() {
 # Create the pgbench tables of AM $1 at scale $2 in schema pgb_<AM>: pgbench
 # -i, the primary key of pgbench_accounts dropped, and the aid index of the
 # AM, or none for the pseudo-AM "tid" (whose rows are checked to sit where
-# pgb_select_by_tid.sql will look for them).
+# the pgb_select_by_tid*.sql scripts will look for them; sets TID_VARS).
 create_pgbench_set() {
-	local am=$1 scale=$2
+	local am=$1 scale=$2 per_page
 	bpsql -c "SET client_min_messages = warning; DROP SCHEMA IF EXISTS pgb_$am CASCADE; CREATE SCHEMA pgb_$am" ||
 		die "CREATE SCHEMA failed"
 	in_set "$am" "$PG_BIN/pgbench" -i -q -s "$scale" bench >"$OUT/pgbench-init-scale$scale-$am.log" 2>&1 ||
 		{ cat "$OUT/pgbench-init-scale$scale-$am.log"; die "pgbench -i failed"; }
 	in_set "$am" bpsql -f "$SQL/pgb_prepare.sql" || die "pgb_prepare.sql failed"
 	if [ "$am" = tid ]; then
-		TID_PER_PAGE=$(in_set "$am" bpsql -f "$SQL/pgb_tid_layout.sql") || die "pgb_tid_layout.sql failed"
-		TID_ACCOUNTS=$((100000 * scale))
+		per_page=$(in_set "$am" bpsql -f "$SQL/pgb_tid_layout.sql") || die "pgb_tid_layout.sql failed"
+		TID_VARS="-D per_page=$per_page -D accounts=$((100000 * scale))"
 	else
 		in_set "$am" measure pgbench "scale$scale" "$am" pgb_index.sql
 	fi
@@ -258,7 +258,8 @@ pgbench_one() {
 	local ds=$1 am=$2 mode=$3 clients=$4 log tps opt="" pin="" postmaster cpu lsn txns wal
 	log=$OUT/pgbench-$ds-$am-$mode-c$clients-rep$REP.log
 	case $am/$mode in
-		tid/select) opt="-f $SQL/pgb_select_by_tid.sql -D per_page=$TID_PER_PAGE -D accounts=$TID_ACCOUNTS" ;;
+		tid/select) opt="-f $SQL/pgb_select_by_tid.sql $TID_VARS" ;;
+		tid/prepared) opt="-M prepared -f $SQL/pgb_select_by_tid_prepared.sql $TID_VARS" ;;
 		*/select) opt=-S ;;
 		*/prepared) opt="-S -M prepared" ;;
 	esac
@@ -303,8 +304,7 @@ restart_with_buffers() {
 # pgbench at scale $1.  Each AM gets its own copy of the pgbench tables, so
 # that runs of the AMs can alternate without rebuilding an index; so does
 # the bound of select-only, the pseudo-AM "tid": no index on aid, each row
-# fetched by its TID (unless PGBENCH_OPTS picks a protocol, because its TID
-# is a literal that pgbench fills in).  For each shared_buffers setting the
+# fetched by its TID, with either protocol (unless PGBENCH_OPTS picks one).  For each shared_buffers setting the
 # cluster restarts; then each repetition runs every mode (select-only with
 # the simple protocol, then with prepared statements, then TPC-B-like) and
 # client count, with the AMs in an order rotated each repetition, one run
@@ -313,7 +313,7 @@ run_pgbench() {
 	local start=$SECONDS am mode clients buffers ds scale=$1 bound=tid sets
 	case " $PGBENCH_OPTS " in
 		*" -M"* | *" --protocol"*)
-			echo "== no bound of select-only: its TID literal needs the simple protocol"
+			echo "== no bound of select-only: PGBENCH_OPTS picks the protocol, its scripts need their own"
 			bound="" ;;
 	esac
 	record_load "scale$scale"
@@ -327,7 +327,7 @@ run_pgbench() {
 		for REP in $(seq 1 "$PGBENCH_REPS"); do
 			for mode in select prepared tpcb; do
 				sets=$AMS
-				[ "$mode" = select ] && sets="$bound $AMS"
+				[ "$mode" = tpcb ] || sets="$bound $AMS"
 				for clients in $PGBENCH_CLIENTS; do
 					for am in $(rotation "$REP" "$sets"); do
 						pgbench_one "$ds" "$am" "$mode" "$clients"
@@ -385,7 +385,7 @@ run_core() {
 main() {
 	local start=$SECONDS ds scale
 	mkdir -p "$OUT"
-	rm -f "$OUT"/pgbench-*.log "$OUT/results.md" "$OUT/results.csv" "$OUT/bench.png"
+	rm -f "$OUT"/pgbench-*.log "$OUT/results.md" "$OUT/results.csv" "$OUT/bench.png" "$OUT/core.csv"
 	exec > >(tee "$OUT/run.log") 2>&1
 	echo "section,dataset,am,metric,rep,value" >"$RAW"
 	: >"$META"
