@@ -238,7 +238,7 @@ BOUND_COLUMNS = [("dataset", "data set"), ("protocol", "protocol"), ("clients", 
 BOUND_TEXT = ("pgbench select-only with no index on pgbench_accounts, each row fetched by its TID "
               "(best of the repetitions): no index on aid can beat it, so bound/hash and bound/btree "
               "are the most any index could reach against hash and btree (with prepared statements "
-              "the TID is built by format() in each execution, so that bound is a little low)")
+              "each execution builds the TID with pmhash_bench_tid, a C function)")
 
 
 COLUMNS = [("section", "section"), ("dataset", "data set"), ("metric", "metric"), ("unit", "unit"),

@@ -13,3 +13,10 @@ CREATE FUNCTION pmhash_bench_probe(index regclass, keys anyarray, loops integer 
 RETURNS record
 AS 'MODULE_PATHNAME'
 LANGUAGE C STRICT VOLATILE;
+
+-- The heap TID (block, offset), for the index-free bound of pgbench
+-- select-only with prepared statements (test/bench/sql/pgb_select_by_tid_prepared.sql).
+CREATE FUNCTION pmhash_bench_tid(block bigint, "offset" integer)
+RETURNS tid
+AS 'MODULE_PATHNAME'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
