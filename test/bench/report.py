@@ -233,8 +233,8 @@ def bound_note(kept, row):
 
 
 BOUND_COLUMNS = [("dataset", "data set"), ("protocol", "protocol"), ("clients", "clients"),
-                 ("bound", "no index, by TID (tps)"), ("bound_hash", "bound/hash"), ("bound_btree", "bound/btree"),
-                 ("pmhash_bound", "pmhash/bound")]
+                 ("bound", "no index, by TID (tps)"), ("bound_hash", "bound/hash"),
+                 ("bound_btree", "bound/btree"), ("pmhash_bound", "pmhash/bound")]
 BOUND_TEXT = ("pgbench select-only with no index on pgbench_accounts, each row fetched by its TID "
               "(best of the repetitions): no index on aid can beat it, so bound/hash and bound/btree "
               "are the most any index could reach against hash and btree (with prepared statements "

@@ -304,11 +304,11 @@ restart_with_buffers() {
 # pgbench at scale $1.  Each AM gets its own copy of the pgbench tables, so
 # that runs of the AMs can alternate without rebuilding an index; so does
 # the bound of select-only, the pseudo-AM "tid": no index on aid, each row
-# fetched by its TID, with either protocol (unless PGBENCH_OPTS picks one).  For each shared_buffers setting the
-# cluster restarts; then each repetition runs every mode (select-only with
-# the simple protocol, then with prepared statements, then TPC-B-like) and
-# client count, with the AMs in an order rotated each repetition, one run
-# after another.
+# fetched by its TID, with either protocol (unless PGBENCH_OPTS picks one).
+# For each shared_buffers setting the cluster restarts; then each repetition
+# runs every mode (select-only with the simple protocol, then with prepared
+# statements, then TPC-B-like) and client count, with the AMs in an order
+# rotated each repetition, one run after another.
 run_pgbench() {
 	local start=$SECONDS am mode clients buffers ds scale=$1 bound=tid sets
 	case " $PGBENCH_OPTS " in

@@ -2,7 +2,8 @@
 -- with no index: the row of a random aid fetched by its TID, valid while
 -- pgb_tid_layout.sql holds (pgbench -D per_page=<its output> -D
 -- accounts=<rows>).  The TID is a literal that pgbench fills in, so the
--- simple protocol only.  No index on aid can beat it.
+-- simple protocol only (pgb_select_by_tid_prepared.sql is the one for
+-- prepared statements).  No index on aid can beat it.
 \set aid random(1, :accounts)
 \set blk (:aid - 1) / :per_page
 \set off (:aid - 1) % :per_page + 1
