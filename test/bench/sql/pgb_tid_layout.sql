@@ -8,7 +8,7 @@ SET client_min_messages = warning;
 SELECT count(*) AS per_page FROM pgbench_accounts WHERE ctid < '(1,0)'::tid \gset
 SELECT bench_assert(count(*) = 0, count(*) || ' pgbench_accounts rows are not where their aid says')
 FROM pgbench_accounts
-WHERE ctid <> ('(' || (aid - 1) / :per_page || ',' || (aid - 1) % :per_page + 1 || ')')::tid \gset
+WHERE ctid <> pmhash_bench_tid((aid - 1) / :per_page, (aid - 1) % :per_page + 1) \gset
 SELECT bench_assert(position('Tid Scan' IN plan) > 0, 'no TID scan: ' || plan)
 FROM bench_plan($$SELECT abalance FROM pgbench_accounts WHERE ctid = '(4,2)'$$) AS plan \gset
 PREPARE tid_by_parameters(bigint, integer) AS
