@@ -104,9 +104,10 @@ expected_entries(BuildState *bs)
  * batches the build took.
  */
 static bool
-fits_at_build_fill(BuildState *bs, PmhShardState *state, uint64 desc, uint64 entries)
+fits_at_build_fill(BuildState *bs, PmhShardState *state, const PmhSegment *seg,
+				   uint64 entries)
 {
-	double		capacity = (double) pmh_desc_nbuckets(desc) * PMH_BUCKET_SLOTS *
+	double		capacity = (double) seg->nbuckets * PMH_BUCKET_SLOTS *
 		pmh_build_fill(bs->index);
 
 	return (double) (state->counts.slots + entries) <= capacity;
@@ -148,17 +149,17 @@ flush_batch(BuildState *bs)
 		uint64		count = start[s] - from;
 		PmhShardState *state = &ix->slot->shards[s];
 		LWLock	   *lock = pmh_shard_lock(ix->slot, s);
-		uint64		desc;
+		PmhSegment	seg;
 		PmhStatus	st = PMH_OK;
 
 		if (count == 0)
 			continue;
 		CHECK_FOR_INTERRUPTS();
 		LWLockAcquire(lock, LW_EXCLUSIVE);
-		desc = pg_atomic_read_u64(&state->desc);
-		if (desc == 0 || !fits_at_build_fill(bs, state, desc, count))
+		pmh_shard_segment(ix, s, &seg);
+		if (seg.unit == 0 || !fits_at_build_fill(bs, state, &seg, count))
 		{
-			st = pmh_table_rebuild(&ix->table, s, desc, parted + from, count, 0,
+			st = pmh_table_rebuild(&ix->table, &seg, parted + from, count, 0,
 								   pmh_build_fill(bs->index), 0, &state->counts);
 			LWLockRelease(lock);
 		}

@@ -96,7 +96,7 @@ sigbus_handler(int signo pg_attribute_unused(), siginfo_t *info,
 {
 	if (pmh_entered() && address_is_mapped_index((const char *) info->si_addr))
 		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
+				(errcode(ERRCODE_INDEX_CORRUPTED),
 				 errmsg("pmhash index \"%s\" could not read its file",
 						current_index ? current_index : "?"),
 				 errdetail("The mapped file was truncated, or the memory holding it reported an error."),

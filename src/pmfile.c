@@ -63,7 +63,7 @@ static HTAB *local_indexes = NULL;
 static uint64 forget_seen = 0;
 static bool any_dirty = false;
 
-static void map_file(PmhIndex *ix, const char *path, Relation index);
+static void map_file(PmhIndex *ix, const char *path);
 static void persist_range(char *base, size_t len, int is_pmem, const char *path);
 static void reclaim_retired(PmhSlot *slot);
 
@@ -105,14 +105,13 @@ permanent_key(const RelFileNode *node, PmhFileKey *key)
 
 /* Report a damaged index; the hint says how to repair it. */
 void
-pmh_raise_damaged(Relation index, const char *detail)
+pmh_raise_damaged(const char *index_name, const char *detail)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_INDEX_CORRUPTED),
-			 errmsg("pmhash index \"%s\" is damaged", RelationGetRelationName(index)),
+			 errmsg("pmhash index \"%s\" is damaged", index_name),
 			 errdetail("%s", detail),
-			 errhint("Rebuild the index with REINDEX INDEX %s.",
-					 quote_identifier(RelationGetRelationName(index)))));
+			 errhint("Rebuild the index with REINDEX INDEX %s.", quote_identifier(index_name))));
 }
 
 /* The backend-local entry of a file, created empty if new. */
@@ -421,7 +420,7 @@ trim_file(PmhIndex *ix)
 	pg_atomic_write_u64(&slot->file_units, keep);
 	LWLockRelease(pmh_alloc_lock(slot));
 	/* the mapping must not reach past the end of the file */
-	map_file(ix, slot->path, NULL);
+	map_file(ix, slot->path);
 }
 
 /* Make a deferred (bulk-built) file durable as a whole. */
@@ -448,37 +447,35 @@ pmh_ensure_mapped(PmhIndex *ix, uint64 end_unit)
 {
 	if (end_unit * PMH_UNIT_SIZE <= ix->mapped_len)
 		return;
-	map_file(ix, ix->slot->path, NULL);
+	map_file(ix, ix->slot->path);
 	if (end_unit * PMH_UNIT_SIZE > ix->mapped_len)
-		ereport(ERROR,
-				(errcode(ERRCODE_INDEX_CORRUPTED),
-				 errmsg("pmhash file \"%s\" is shorter than its directory says",
-						ix->slot->path),
-				 errhint("REINDEX the index.")));
+		pmh_raise_damaged(NameStr(ix->name),
+						  psprintf("File \"%s\" is shorter than the index's segments: it was truncated.",
+								   ix->slot->path));
 }
 
-/* Map (or remap) a file into this backend; NULL index: errors name the file only. */
+/* Map (or remap) a file into this backend; errors name the index of ix. */
 static void
-map_file(PmhIndex *ix, const char *path, Relation index)
+map_file(PmhIndex *ix, const char *path)
 {
+	struct stat st;
 	size_t		len;
 	int			is_pmem;
 	char	   *base;
 
+	/* libpmem refuses an empty file with an obscure error; a short one is damaged */
+	if (stat(path, &st) == 0 && st.st_size < PMH_HEADER_UNITS * PMH_UNIT_SIZE)
+		pmh_raise_damaged(NameStr(ix->name),
+						  psprintf("File \"%s\" is shorter than a file header: it was truncated.",
+								   path));
 	base = pmem_map_file(path, 0, 0, 0, &len, &is_pmem);
 	if (base == NULL)
-	{
-		if (index)
-			ereport(ERROR,
-					(errcode_for_file_access(),
-					 errmsg("could not open file \"%s\" of pmhash index \"%s\": %m",
-							path, RelationGetRelationName(index)),
-					 errhint("Rebuild the index with REINDEX INDEX %s.",
-							 quote_identifier(RelationGetRelationName(index)))));
 		ereport(ERROR,
 				(errcode_for_file_access(),
-				 errmsg("could not map pmhash file \"%s\": %m", path)));
-	}
+				 errmsg("could not open file \"%s\" of pmhash index \"%s\": %m",
+						path, NameStr(ix->name)),
+				 errhint("Rebuild the index with REINDEX INDEX %s.",
+						 quote_identifier(NameStr(ix->name)))));
 	if (ix->base)
 	{
 		pmh_fault_unregister(ix->base);
@@ -526,10 +523,14 @@ reclaim_retired(PmhSlot *slot)
 	slot->nretired = keep;
 }
 
-/* Grow a file so that units more units fit, and add the space to the free map. */
+/*
+ * Grow a file so that units more units fit, and add the space to the free
+ * map (allocation lock held).
+ */
 static void
-grow_file(PmhSlot *slot, uint64 units)
+grow_file(PmhSlot *slot, uint64 units, const char *index_name)
 {
+	struct stat st;
 	uint64		cur = pg_atomic_read_u64(&slot->file_units);
 	uint64		want = Max(cur + units, cur + cur / 8);
 	uint64		step = want >= 8 * LARGE_GROWTH_UNITS ? LARGE_GROWTH_UNITS : SMALL_GROWTH_UNITS;
@@ -542,6 +543,14 @@ grow_file(PmhSlot *slot, uint64 units)
 		ereport(ERROR,
 				(errcode_for_file_access(),
 				 errmsg("could not open pmhash file \"%s\": %m", slot->path)));
+	/* extending a truncated file would hide its loss behind zeros */
+	if (fstat(fd, &st) != 0 || (uint64) st.st_size < cur * PMH_UNIT_SIZE)
+	{
+		CloseTransientFile(fd);
+		pmh_raise_damaged(index_name,
+						  psprintf("File \"%s\" is shorter than the index's segments: it was truncated.",
+								   slot->path));
+	}
 	rc = posix_fallocate(fd, 0, (off_t) (want * PMH_UNIT_SIZE));
 	if (rc == EOPNOTSUPP || rc == EINVAL)
 		rc = ftruncate(fd, (off_t) (want * PMH_UNIT_SIZE)) == 0 ? 0 : errno;
@@ -572,7 +581,7 @@ ops_alloc_space(void *arg, uint64 units)
 	unit = pmh_freemap_alloc(&slot->freemap, units);
 	if (unit == 0)
 	{
-		grow_file(slot, units);
+		grow_file(slot, units, NameStr(ix->name));
 		unit = pmh_freemap_alloc(&slot->freemap, units);
 	}
 	LWLockRelease(pmh_alloc_lock(slot));
@@ -607,13 +616,13 @@ ops_free_space(void *arg, uint64 unit, uint64 units)
 	LWLockRelease(pmh_alloc_lock(slot));
 }
 
-/* Table callback: show a new descriptor to readers. */
+/* Table callback: show a new segment to readers. */
 static void
-ops_publish(void *arg, uint32 shard, uint64 desc)
+ops_publish(void *arg, uint32 shard, uint64 desc, uint32 nposting)
 {
 	PmhShardState *state = &((PmhIndex *) arg)->slot->shards[shard];
 
-	pg_atomic_write_u64(&state->desc, desc);
+	pmh_mirror_publish(&state->mirror, desc, nposting);
 	state->broken = false;
 }
 
@@ -642,21 +651,23 @@ ops_log_rebuild(void *arg, uint32 shard, const PmhEntry *entries, uint64 count, 
 	return pmh_log_rebuild(&ix->node, shard, fill, entries, count);
 }
 
-/* Set up the core table view and persistence of a mapped, attached file. */
+/*
+ * Set up the core table view and persistence of a mapped, attached file,
+ * with the geometry its slot holds (checked when the file was attached),
+ * not what the file's header says now.
+ */
 static void
 setup_table(PmhIndex *ix)
 {
-	PmhFileHeader *hdr = (PmhFileHeader *) ix->base;
-
 	ix->durable = ix->slot->durable;
 	ix->ops = (PmhTableOps) {ops_alloc_memory, ops_free_memory, ops_alloc_space,
 		ops_free_space, ops_publish, ops_base, ops_mapped_units, ops_log_rebuild, ix};
 	ix->persist = ix->deferred ? (PmhPersist) {NULL, NULL, NULL, ix} : normal_persist(ix);
 	ix->table.ops = &ix->ops;
 	ix->table.persist = &ix->persist;
-	ix->table.shard_bits = hdr->shard_bits;
-	ix->table.file_generation = hdr->build_generation;
-	ix->table.dir_unit = hdr->dir_unit;
+	ix->table.shard_bits = ix->slot->shard_bits;
+	ix->table.file_generation = ix->slot->build_generation;
+	ix->table.dir_unit = PMH_HEADER_UNITS;
 }
 
 /* Read and check the metapage of an index (and its LSN, if lsn is not NULL). */
@@ -669,7 +680,7 @@ pmh_read_meta(Relation index, PmhashMetaData *meta, XLogRecPtr *lsn)
 	PmhashMetaData *m;
 
 	if (RelationGetNumberOfBlocks(index) == 0)
-		pmh_raise_damaged(index, "The index has no metapage.");
+		pmh_raise_damaged(RelationGetRelationName(index), "The index has no metapage.");
 	buf = ReadBuffer(index, PMHASH_META_BLKNO);
 	LockBuffer(buf, BUFFER_LOCK_SHARE);
 	page = BufferGetPage(buf);
@@ -680,7 +691,8 @@ pmh_read_meta(Relation index, PmhashMetaData *meta, XLogRecPtr *lsn)
 		m->version != PMHASH_META_VERSION || m->shard_bits > PMH_MAX_SHARD_BITS)
 	{
 		UnlockReleaseBuffer(buf);
-		pmh_raise_damaged(index, "The metapage is not a pmhash metapage.");
+		pmh_raise_damaged(RelationGetRelationName(index),
+						  "The metapage is not a pmhash metapage.");
 	}
 	memcpy(meta, m, sizeof(PmhashMetaData));
 	if (lsn)
@@ -830,31 +842,82 @@ make_meta(PmhashMetaData *meta, uint64 generation, uint32 shard_bits, uint32 fla
 
 /* Attach callback: fill a shard's mirror and counters. */
 static void
-attach_visit(void *arg, uint32 shard, uint64 desc, const PmhCounts *counts, int broken)
+attach_visit(void *arg, uint32 shard, uint64 desc, uint32 nposting, const PmhCounts *counts,
+			 int broken)
 {
 	PmhSlot    *slot = arg;
 
-	pg_atomic_write_u64(&slot->shards[shard].desc, desc);
+	pmh_mirror_publish(&slot->shards[shard].mirror, desc, nposting);
 	slot->shards[shard].counts = *counts;
 	slot->shards[shard].broken = broken != 0;
 }
 
 /*
  * Check a freshly mapped file against what it should be; NULL if sound.
- * generation 0 skips the build check (replay has no metapage at hand).
+ * The header is copied to *hdr first, so that what was checked is what the
+ * caller uses.  generation 0 skips the build check (replay has no metapage
+ * at hand).
  */
 static const char *
-check_header(PmhIndex *ix, uint64 generation)
+check_header(PmhIndex *ix, uint64 generation, PmhFileHeader *hdr)
 {
-	PmhFileHeader *hdr = (PmhFileHeader *) ix->base;
-	const char *err = pmh_header_check(hdr, ix->mapped_len / PMH_UNIT_SIZE);
+	const char *err;
 
+	if (ix->mapped_len < sizeof(PmhFileHeader))
+		return "The file is shorter than a file header.";
+	memcpy(hdr, ix->base, sizeof(PmhFileHeader));
+	err = pmh_header_check(hdr, ix->mapped_len / PMH_UNIT_SIZE);
 	if (err == NULL &&
 		(hdr->db_oid != ix->key.node.dbNode || hdr->rel_node != ix->key.node.relNode))
 		err = "The file belongs to another relation; it was copied or moved.";
 	if (err == NULL && generation != 0 && hdr->build_generation != generation)
 		err = "The file does not belong to this build of the index.";
 	return err;
+}
+
+/*
+ * Check the header of a mapped file against the slot it is attached to: it
+ * may have been damaged, or the file replaced, since the slot was filled.
+ * NULL if it agrees.
+ */
+const char *
+pmh_check_attached_header(PmhIndex *ix)
+{
+	PmhFileHeader hdr;
+	const char *err = check_header(ix, ix->slot->build_generation, &hdr);
+
+	if (err == NULL && hdr.shard_bits != ix->slot->shard_bits)
+		err = "The file header does not match the index's attached geometry.";
+	return err;
+}
+
+/*
+ * Map a file whose slot another backend attached, if it is the file the
+ * slot describes.  NULL if so, else why not (and nothing is mapped).
+ */
+static const char *
+map_attached(PmhIndex *ix, PmhSlot *slot, const char *path)
+{
+	const char *err;
+
+	map_file(ix, path);
+	ix->slot = slot;
+	err = pmh_check_attached_header(ix);
+	if (err != NULL)
+	{
+		unmap_local(ix);
+		return err;
+	}
+	ix->slot_gen = slot->slot_gen;
+	setup_table(ix);
+	return NULL;
+}
+
+/* The detail of an error about a damaged file. */
+static char *
+file_damage(const char *path, const char *err)
+{
+	return psprintf("File \"%s\": %s", path, err);
 }
 
 /*
@@ -882,11 +945,11 @@ static AttachResult
 attach(Relation index, PmhIndex *ix)
 {
 	PmhashMetaData meta;
-	PmhFileHeader *hdr;
+	PmhFileHeader hdr;
 	PmhSlot    *slot;
 	char		path[MAXPGPATH];
 	char		msg[256];
-	const char *err;
+	const char *err = NULL;
 	bool		lenient = RecoveryInProgress();
 
 	pmh_file_path(&ix->key, path);
@@ -896,13 +959,25 @@ attach(Relation index, PmhIndex *ix)
 	{
 		if (ix->slot != slot || ix->slot_gen != slot->slot_gen || ix->base == NULL)
 		{
-			map_file(ix, path, index);
-			ix->slot = slot;
-			ix->slot_gen = slot->slot_gen;
-			setup_table(ix);
+			PG_TRY();
+			{
+				err = map_attached(ix, slot, path);
+			}
+			PG_CATCH();
+			{
+				if (index != NULL)
+					PG_RE_THROW();
+				FlushErrorState();
+				err = "The file cannot be mapped.";
+			}
+			PG_END_TRY();
 		}
 		LWLockRelease(pmh_slot_table_lock());
-		return ATTACHED;
+		if (err == NULL)
+			return ATTACHED;
+		if (index == NULL)
+			return UNUSABLE;
+		pmh_raise_damaged(NameStr(ix->name), file_damage(path, err));
 	}
 
 	if (index != NULL)
@@ -943,7 +1018,7 @@ attach(Relation index, PmhIndex *ix)
 	}
 	PG_TRY();
 	{
-		map_file(ix, path, index);
+		map_file(ix, path);
 	}
 	PG_CATCH();
 	{
@@ -957,9 +1032,8 @@ attach(Relation index, PmhIndex *ix)
 		LWLockRelease(pmh_slot_table_lock());
 		return UNUSABLE;
 	}
-	hdr = (PmhFileHeader *) ix->base;
-	err = check_header(ix, index ? meta.build_generation : 0);
-	if (err == NULL && (hdr->state & PMH_STATE_NEEDS_REBUILD))
+	err = check_header(ix, index ? meta.build_generation : 0, &hdr);
+	if (err == NULL && (hdr.state & PMH_STATE_NEEDS_REBUILD))
 	{
 		unmap_local(ix);
 		LWLockRelease(pmh_slot_table_lock());
@@ -971,12 +1045,11 @@ attach(Relation index, PmhIndex *ix)
 		LWLockRelease(pmh_slot_table_lock());
 		if (index == NULL)
 			return UNUSABLE;
-		snprintf(msg, sizeof(msg), "File \"%s\": %s", path, err);
-		pmh_raise_damaged(index, msg);
+		pmh_raise_damaged(NameStr(ix->name), file_damage(path, err));
 	}
 
-	slot = pmh_slot_assign(&ix->key, hdr->shard_bits);
-	slot->build_generation = hdr->build_generation;
+	slot = pmh_slot_assign(&ix->key, hdr.shard_bits);
+	slot->build_generation = hdr.build_generation;
 	slot->durable = ix->key.backend == InvalidBackendId;
 	strlcpy(slot->path, path, MAXPGPATH);
 	pg_atomic_write_u64(&slot->file_units, ix->mapped_len / PMH_UNIT_SIZE);
@@ -991,12 +1064,32 @@ attach(Relation index, PmhIndex *ix)
 		LWLockRelease(pmh_slot_table_lock());
 		if (index == NULL)
 			return UNUSABLE;
-		pmh_raise_damaged(index, err);
+		pmh_raise_damaged(NameStr(ix->name), err);
 	}
 	slot->state = PMH_SLOT_READY;
 	ix->slot_gen = slot->slot_gen;
 	LWLockRelease(pmh_slot_table_lock());
 	return ATTACHED;
+}
+
+/*
+ * Raise an error if the file mapped for an attached index no longer carries
+ * its build generation: the file was overwritten in place (say, by a copy of
+ * another index's file), and the segments the directory mirror describes
+ * are not there any more.  The caller is announced; a truncated file makes
+ * this read fault, which becomes an ERROR too.
+ */
+static void
+check_mapped_generation(PmhIndex *ix)
+{
+	const volatile PmhFileHeader *hdr = (const volatile PmhFileHeader *) ix->base;
+
+	if (likely(hdr->build_generation == ix->table.file_generation))
+		return;
+	pmh_leave();
+	pmh_raise_damaged(NameStr(ix->name),
+					  psprintf("File \"%s\": The file was overwritten while the index was in use.",
+							   ix->slot->path));
 }
 
 /* Whether a local entry is attached to a live slot (announced caller). */
@@ -1019,7 +1112,6 @@ pmh_open(Relation index)
 
 	pmhash_check_preloaded();
 	prune_locals();
-	pmh_fault_set_index(RelationGetRelationName(index));
 	if (ix == NULL || !RelFileNodeEquals(ix->node, index->rd_node) ||
 		ix->key.backend != index->rd_backend)
 	{
@@ -1038,11 +1130,16 @@ pmh_open(Relation index)
 	}
 	ix->logged = RelationNeedsWAL(index);
 	ix->node = index->rd_node;
+	namestrcpy(&ix->name, RelationGetRelationName(index));
+	pmh_fault_set_index(NameStr(ix->name));
 	for (;;)
 	{
 		pmh_enter();
 		if (still_attached(ix))
+		{
+			check_mapped_generation(ix);
 			return ix;
+		}
 		pmh_leave();
 		if (attach(index, ix) == NEEDS_REBUILD)
 			pmh_auto_rebuild(index);
@@ -1064,6 +1161,7 @@ pmh_open_for_redo(const RelFileNode *node)
 	ix = local_entry(&key);
 	ix->logged = false;
 	ix->node = *node;
+	snprintf(NameStr(ix->name), NAMEDATALEN, "with relfilenode %u", node->relNode);
 	for (;;)
 	{
 		pmh_enter();

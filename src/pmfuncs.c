@@ -74,17 +74,12 @@ pmhash_stats(PG_FUNCTION_ARGS)
 	for (uint32 s = 0; s < nshards; s++)
 	{
 		LWLock	   *lock = pmh_shard_lock(ix->slot, s);
-		uint64		desc;
+		PmhSegment	seg;
 
 		LWLockAcquire(lock, LW_SHARED);
-		desc = pg_atomic_read_u64(&ix->slot->shards[s].desc);
-		if (desc != 0)
-		{
-			PmhSegment	seg;
-
-			pmh_segment_of(ix, desc, &seg);
+		pmh_shard_segment(ix, s, &seg);
+		if (seg.unit != 0)
 			pmh_segment_stats(&seg, &st);
-		}
 		LWLockRelease(lock);
 	}
 	LWLockAcquire(pmh_alloc_lock(ix->slot), LW_SHARED);
@@ -120,15 +115,18 @@ typedef struct CompareState
 
 /* Attach callback of verification: the file must agree with shared memory. */
 static void
-compare_visit(void *arg, uint32 shard, uint64 desc, const PmhCounts *counts,
+compare_visit(void *arg, uint32 shard, uint64 desc, uint32 nposting, const PmhCounts *counts,
 			  int broken pg_attribute_unused())
 {
 	CompareState *cs = arg;
 	PmhShardState *state = &cs->slot->shards[shard];
+	uint64		mirror_desc;
+	uint32		mirror_nposting;
 
 	if (cs->bad)
 		return;
-	if (pg_atomic_read_u64(&state->desc) != desc)
+	pmh_mirror_read(&state->mirror, &mirror_desc, &mirror_nposting);
+	if (mirror_desc != desc || mirror_nposting != nposting)
 		snprintf(cs->msg, sizeof(cs->msg),
 				 "shard %u: the directory in shared memory differs from the file", shard);
 	else if (state->counts.entries != counts->entries || state->counts.slots != counts->slots)
@@ -213,12 +211,12 @@ verify_shard(PmhIndex *ix, uint32 shard, uint64 *live, char *msg, size_t msglen)
 	LWLock	   *lock = pmh_shard_lock(ix->slot, shard);
 	const uint64 *dir;
 	const char *err = NULL;
-	uint64		desc;
+	PmhSegment	seg;
 	uint64		file_units;
 
 	*live = 0;
 	LWLockAcquire(lock, LW_SHARED);
-	desc = pg_atomic_read_u64(&state->desc);
+	pmh_shard_segment(ix, shard, &seg);
 	file_units = pg_atomic_read_u64(&ix->slot->file_units);
 	dir = (const uint64 *) (ix->base + ix->table.dir_unit * PMH_UNIT_SIZE);
 	if (state->broken)
@@ -226,24 +224,21 @@ verify_shard(PmhIndex *ix, uint32 shard, uint64 *live, char *msg, size_t msglen)
 		snprintf(msg, msglen, "shard %u is broken and awaits replay of its rebuild", shard);
 		err = msg;
 	}
-	else if (dir[shard] != desc)
+	else if (dir[shard] != (seg.unit == 0 ? 0 : pmh_desc_make(seg.unit, seg.nbuckets)))
 	{
 		snprintf(msg, msglen, "shard %u: the directory in shared memory differs from the file",
 				 shard);
 		err = msg;
 	}
-	else if (desc != 0)
+	else if (seg.unit != 0)
 	{
-		PmhSegment	seg;
 		PmhCounts	counts;
 		PmhEntry   *scratch;
 
-		pmh_segment_of(ix, desc, &seg);
 		pmh_segment_count(&seg, &counts);
 		scratch = palloc_extended((counts.entries + counts.slots + 1) * sizeof(PmhEntry),
 								  MCXT_ALLOC_HUGE);
-		err = pmh_segment_verify(&seg, shard, ix->table.file_generation, file_units,
-								 pmh_desc_unit(desc), scratch,
+		err = pmh_segment_verify(&seg, ix->table.file_generation, file_units, scratch,
 								 counts.entries + counts.slots + 1, live, msg, msglen);
 		pfree(scratch);
 		if (err == NULL &&
@@ -276,7 +271,6 @@ pmhash_verify(PG_FUNCTION_ARGS)
 	Relation	index = open_inspected(PG_GETARG_OID(0), lockmode);
 	PmhashMetaData meta;
 	PmhIndex   *ix;
-	PmhFileHeader *hdr;
 	uint32		nshards;
 	uint64		file_units;
 	uint64		total = 0;
@@ -288,12 +282,11 @@ pmhash_verify(PG_FUNCTION_ARGS)
 	pmh_read_meta(index, &meta, NULL);
 	file_units = pg_atomic_read_u64(&ix->slot->file_units);
 	pmh_ensure_mapped(ix, file_units);
-	hdr = (PmhFileHeader *) ix->base;
 	nshards = UINT32_C(1) << ix->table.shard_bits;
 
-	err = pmh_header_check(hdr, ix->mapped_len / PMH_UNIT_SIZE);
-	if (err == NULL && hdr->build_generation != meta.build_generation)
-		err = "the file does not belong to this build of the index";
+	err = pmh_check_attached_header(ix);
+	if (err == NULL && ix->table.file_generation != meta.build_generation)
+		err = "The file does not belong to this build of the index.";
 	if (err == NULL && !recovery && ix->mapped_len / PMH_UNIT_SIZE != file_units)
 		err = "the file length differs from what shared memory records";
 	if (err == NULL && !recovery)
@@ -308,7 +301,7 @@ pmhash_verify(PG_FUNCTION_ARGS)
 	}
 	pmh_leave();
 	if (err)
-		pmh_raise_damaged(index, err);
+		pmh_raise_damaged(RelationGetRelationName(index), err);
 	relation_close(index, lockmode);
 	PG_RETURN_INT64((int64) total);
 }

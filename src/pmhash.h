@@ -68,10 +68,15 @@ typedef struct PmhashOptions
 #define PMHASH_MAX_SHARDS		(1 << PMH_MAX_SHARD_BITS)
 #define PMHASH_MAX_RETIRED		32
 
-/* Per-shard state in shared memory: the directory mirror and counters. */
+/*
+ * Per-shard state in shared memory: the directory mirror and counters.  The
+ * mirror holds only validated values (checked when the file was attached,
+ * or computed when the segment was written); every operation takes its
+ * segment from it, never from the file's directory or segment header.
+ */
 typedef struct PmhShardState
 {
-	pg_atomic_uint64 desc;		/* what readers use; the file is authoritative */
+	PmhShardMirror mirror;		/* written under the shard lock */
 	PmhCounts	counts;			/* protected by the shard lock */
 	bool		broken;			/* recovery: the segment failed validation */
 } PmhShardState;
@@ -131,6 +136,7 @@ typedef struct PmhIndex
 	PmhTableOps ops;
 	PmhPersist	persist;
 	PmhTable	table;
+	NameData	name;			/* index name for error reports (set by each open) */
 	/* msync path: page ranges dirtied and not yet synced */
 	uint64	   *dirty;			/* pairs of (start, end) byte offsets */
 	int			ndirty;
@@ -191,6 +197,7 @@ extern void pmh_fault_set_index(const char *name);
 extern void pmh_file_key(Relation index, PmhFileKey *key);
 extern void pmh_file_path(const PmhFileKey *key, char *path);
 extern PmhIndex *pmh_open(Relation index);
+extern const char *pmh_check_attached_header(PmhIndex *ix);
 extern PmhIndex *pmh_open_for_redo(const RelFileNode *node);
 extern PmhIndex *pmh_create(Relation index, uint32 shard_bits, bool deferred, bool transactional);
 extern void pmh_create_for_redo(const RelFileNode *node, uint64 generation, uint32 shard_bits,
@@ -214,7 +221,7 @@ extern void pmh_redo_synced(XLogRecPtr lsn);
 extern void pmh_finish_deferred(PmhIndex *ix);
 extern void pmh_drop_local(const PmhFileKey *key);
 extern void pmh_unlink_file(const char *path);
-extern void pmh_raise_damaged(Relation index, const char *detail) pg_attribute_noreturn();
+extern void pmh_raise_damaged(const char *index_name, const char *detail) pg_attribute_noreturn();
 
 /* pmshard.c */
 #define PMH_INSERT_BATCH		256		/* entries per INSERT record at most */
@@ -225,7 +232,7 @@ extern void pmh_check_tid(Relation index, ItemPointer tid);
 extern void pmh_insert_entry(Relation index, PmhIndex *ix, uint32 hash, ItemPointer tid);
 extern void pmh_lookup_entries(Relation index, PmhIndex *ix, Relation heap, uint32 hash,
 							   ItemPointer *tids, int *ntids, int *maxtids);
-extern void pmh_segment_of(PmhIndex *ix, uint64 desc, PmhSegment *seg);
+extern void pmh_shard_segment(PmhIndex *ix, uint32 shard, PmhSegment *seg);
 
 /* pmwal.c */
 extern void pmh_wal_register(void);

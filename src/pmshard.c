@@ -53,19 +53,35 @@ pmh_check_tid(Relation index, ItemPointer tid)
 }
 
 /*
- * The segment a descriptor publishes.  Segments lie within the file, so a
- * mapping of the whole file covers them; the mapping follows the file when
- * it grows.  Chain reads are bounded by the mapping (seg->limit).
+ * The segment of a shard as its mirror entry describes it, mapped: segments
+ * lie within the file, so a mapping of the whole file covers them; the
+ * mapping follows the file when it grows.
  */
-void
-pmh_segment_of(PmhIndex *ix, uint64 desc, PmhSegment *seg)
+static void
+map_segment(PmhIndex *ix, uint32 shard, uint64 desc, uint32 nposting, PmhSegment *seg)
 {
 	uint64		file_units = pg_atomic_read_u64(&ix->slot->file_units);
 
 	if (ix->mapped_len < file_units * PMH_UNIT_SIZE)
 		pmh_ensure_mapped(ix, file_units);
-	pmh_ensure_mapped(ix, pmh_desc_unit(desc) + 1 + pmh_desc_nbuckets(desc));
-	pmh_table_segment(&ix->table, desc, seg);
+	if (desc != 0)
+		pmh_ensure_mapped(ix, pmh_desc_unit(desc) + 1 + pmh_desc_nbuckets(desc) + nposting);
+	pmh_table_segment(&ix->table, shard, desc, nposting, seg);
+}
+
+/*
+ * The segment a shard publishes (of no buckets if none), mapped.  The caller
+ * holds the shard lock, in either mode, so no publication is under way.
+ */
+void
+pmh_shard_segment(PmhIndex *ix, uint32 shard, PmhSegment *seg)
+{
+	uint64		desc;
+	uint32		nposting;
+
+	if (!pmh_mirror_read(&ix->slot->shards[shard].mirror, &desc, &nposting))
+		elog(ERROR, "pmhash: shard %u was published while its lock was held", shard);
+	map_segment(ix, shard, desc, nposting, seg);
 }
 
 /* Raise the error of a shard that is unusable during recovery. */
@@ -155,28 +171,22 @@ pmh_insert_entry(Relation index, PmhIndex *ix, uint32 hash, ItemPointer tid)
 	PmhShardState *state = &ix->slot->shards[shard];
 	LWLock	   *lock = pmh_shard_lock(ix->slot, shard);
 	PmhTid		ptid;
-	uint64		desc;
+	PmhSegment	seg;
 	uint64		lsn = 0;
 	PmhStatus	st;
 
 	memcpy(&ptid, tid, sizeof(PmhTid));
 	LWLockAcquire(lock, LW_EXCLUSIVE);
-	desc = pg_atomic_read_u64(&state->desc);
-	if (desc != 0)
-	{
-		PmhSegment	seg;
-
-		pmh_segment_of(ix, desc, &seg);
-	}
+	pmh_shard_segment(ix, shard, &seg);
 	if (ix->logged)
 		lsn = GetXLogInsertRecPtr();
-	st = pmh_table_insert(&ix->table, shard, desc, &state->counts, hash, ptid, lsn,
-						  PMH_INSERT_NEW, 0);
+	st = pmh_table_insert(&ix->table, &seg, &state->counts, hash, ptid, lsn, PMH_INSERT_NEW, 0);
 	LWLockRelease(lock);
 	if (ix->logged && (st == PMH_OK || st == PMH_PRESENT))
 		queue_insert(ix, hash, ptid, lsn);
 	if (st == PMH_CORRUPT)
-		pmh_raise_damaged(index, psprintf("Shard %u has an invalid posting chain reference.", shard));
+		pmh_raise_damaged(RelationGetRelationName(index),
+						  psprintf("Shard %u has an invalid posting chain reference.", shard));
 	if (st == PMH_FULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
@@ -245,33 +255,28 @@ pmh_lookup_entries(Relation index, PmhIndex *ix, Relation heap, uint32 hash,
 	uint32		shard = pmh_shard_of(hash, ix->table.shard_bits);
 	PmhShardState *state = &ix->slot->shards[shard];
 	TidCollector c = {*tids, 0, *maxtids, 0, 0, NULL};
-	uint64		desc = pg_atomic_read_u64(&state->desc);
-	PmhStatus	st = PMH_OK;
+	PmhSegment	seg;
+	uint64		desc;
+	uint32		nposting;
+	PmhStatus	st = PMH_BUSY;
 
 	if (state->broken)
 		raise_broken(index, shard);
-	if (desc != 0)
+	if (pmh_mirror_read(&state->mirror, &desc, &nposting))
 	{
-		PmhSegment	seg;
-
-		pmh_segment_of(ix, desc, &seg);
+		map_segment(ix, shard, desc, nposting, &seg);
 		st = pmh_lookup(&seg, hash, collect_tids, &c);
-		if (st == PMH_BUSY)
-		{
-			/* writers kept changing a bucket: read it with them locked out */
-			LWLock	   *lock = pmh_shard_lock(ix->slot, shard);
+	}
+	if (st == PMH_BUSY)
+	{
+		/* a publication, or writers that kept changing a bucket: lock them out */
+		LWLock	   *lock = pmh_shard_lock(ix->slot, shard);
 
-			LWLockAcquire(lock, LW_SHARED);
-			c.ntids = c.nunverified = 0;
-			desc = pg_atomic_read_u64(&state->desc);
-			st = PMH_OK;
-			if (desc != 0)
-			{
-				pmh_segment_of(ix, desc, &seg);
-				st = pmh_lookup(&seg, hash, collect_tids, &c);
-			}
-			LWLockRelease(lock);
-		}
+		LWLockAcquire(lock, LW_SHARED);
+		c.ntids = c.nunverified = 0;
+		pmh_shard_segment(ix, shard, &seg);
+		st = pmh_lookup(&seg, hash, collect_tids, &c);
+		LWLockRelease(lock);
 	}
 	if (c.nunverified > 0)
 	{
@@ -288,5 +293,6 @@ pmh_lookup_entries(Relation index, PmhIndex *ix, Relation heap, uint32 hash,
 	*ntids = c.ntids;
 	*maxtids = c.maxtids;
 	if (st == PMH_CORRUPT)
-		pmh_raise_damaged(index, psprintf("Shard %u has an invalid posting chain reference.", shard));
+		pmh_raise_damaged(RelationGetRelationName(index),
+						  psprintf("Shard %u has an invalid posting chain reference.", shard));
 }

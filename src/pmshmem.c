@@ -394,7 +394,7 @@ pmh_slot_assign(const PmhFileKey *key, uint32 shard_bits)
 	slot->shards = (PmhShardState *) (pool + unit * POOL_UNIT);
 	for (uint64 s = 0; s < nshards; s++)
 	{
-		pg_atomic_init_u64(&slot->shards[s].desc, 0);
+		pmh_mirror_publish(&slot->shards[s].mirror, 0, 0);
 		memset(&slot->shards[s].counts, 0, sizeof(PmhCounts));
 		slot->shards[s].broken = false;
 	}

@@ -122,15 +122,12 @@ vacuum_shard(PmhIndex *ix, uint32 shard, VacuumState *vs)
 	PmhDeleteOps ops = {vs->callback ? tid_is_dead : NULL, tid_is_phantom,
 	ix->logged ? note_removed : NULL, vs};
 	uint64		removed = 0;
-	uint64		desc;
+	PmhSegment	seg;
 
 	LWLockAcquire(lock, LW_EXCLUSIVE);
-	desc = pg_atomic_read_u64(&state->desc);
-	if (desc != 0)
+	pmh_shard_segment(ix, shard, &seg);
+	if (seg.unit != 0)
 	{
-		PmhSegment	seg;
-
-		pmh_segment_of(ix, desc, &seg);
 		vs->nremoved = 0;
 		removed = pmh_bulk_delete(&seg, &ops, ix->logged ? GetXLogInsertRecPtr() : 0,
 								  &ix->persist, &state->counts);
@@ -139,7 +136,7 @@ vacuum_shard(PmhIndex *ix, uint32 shard, VacuumState *vs)
 		if (state->counts.entries == 0 ||
 			pmh_needs_shrink(&state->counts, &seg))
 		{
-			if (pmh_table_rebuild(&ix->table, shard, desc, NULL, 0, 0, PMH_REBUILD_FILL, 0,
+			if (pmh_table_rebuild(&ix->table, &seg, NULL, 0, 0, PMH_REBUILD_FILL, 0,
 								  &state->counts) != PMH_OK)
 				elog(WARNING, "could not shrink shard %u of pmhash index \"%s\"",
 					 shard, RelationGetRelationName(vs->index));

@@ -348,13 +348,11 @@ redo_insert(XLogReaderState *record)
 		LWLockAcquire(pmh_shard_lock(ix->slot, shard), LW_EXCLUSIVE);
 		if (!state->broken)
 		{
-			uint64		desc = pg_atomic_read_u64(&state->desc);
 			PmhSegment	seg;
 			PmhStatus	st;
 
-			if (desc != 0)
-				pmh_segment_of(ix, desc, &seg);
-			st = pmh_table_insert(&ix->table, shard, desc, &state->counts, hash, tid,
+			pmh_shard_segment(ix, shard, &seg);
+			st = pmh_table_insert(&ix->table, &seg, &state->counts, hash, tid,
 								  record->EndRecPtr, PMH_INSERT_IF_ABSENT, xlrec->since);
 			if (st == PMH_CORRUPT || st == PMH_FULL)
 				state->broken = true;
@@ -390,7 +388,6 @@ redo_delete(XLogReaderState *record)
 	PmhShardState *state;
 	DeletedSet	set;
 	PmhDeleteOps ops = {in_deleted_set, NULL, NULL, &set};
-	uint64		desc;
 
 	if (ix == NULL)
 		return;
@@ -404,13 +401,13 @@ redo_delete(XLogReaderState *record)
 
 	state = &ix->slot->shards[xlrec->shard];
 	LWLockAcquire(pmh_shard_lock(ix->slot, xlrec->shard), LW_EXCLUSIVE);
-	desc = pg_atomic_read_u64(&state->desc);
-	if (!state->broken && desc != 0)
+	if (!state->broken)
 	{
 		PmhSegment	seg;
 
-		pmh_segment_of(ix, desc, &seg);
-		pmh_bulk_delete(&seg, &ops, record->EndRecPtr, &ix->persist, &state->counts);
+		pmh_shard_segment(ix, xlrec->shard, &seg);
+		if (seg.unit != 0)
+			pmh_bulk_delete(&seg, &ops, record->EndRecPtr, &ix->persist, &state->counts);
 	}
 	LWLockRelease(pmh_shard_lock(ix->slot, xlrec->shard));
 	pmh_leave();
@@ -425,6 +422,7 @@ redo_rebuild(XLogReaderState *record)
 	PmhIndex   *ix = redo_open(&xlrec->node);
 	PmhShardState *state;
 	PmhEntry   *entries;
+	PmhSegment	seg;
 	PmhStatus	st;
 
 	if (ix == NULL)
@@ -438,10 +436,13 @@ redo_rebuild(XLogReaderState *record)
 		return;
 	}
 	LWLockAcquire(pmh_shard_lock(ix->slot, xlrec->shard), LW_EXCLUSIVE);
-	st = pmh_table_rebuild(&ix->table, xlrec->shard,
-						   state->broken ? 0 : pg_atomic_read_u64(&state->desc),
-						   entries, xlrec->count, 1, xlrec->fill_permille / 1000.0,
-						   record->EndRecPtr, &state->counts);
+	/* a broken shard's segment is not used: it is replaced as if absent */
+	if (state->broken)
+		pmh_table_segment(&ix->table, xlrec->shard, 0, 0, &seg);
+	else
+		pmh_shard_segment(ix, xlrec->shard, &seg);
+	st = pmh_table_rebuild(&ix->table, &seg, entries, xlrec->count, 1,
+						   xlrec->fill_permille / 1000.0, record->EndRecPtr, &state->counts);
 	state->broken = st != PMH_OK;
 	LWLockRelease(pmh_shard_lock(ix->slot, xlrec->shard));
 	pmh_leave();

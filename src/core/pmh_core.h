@@ -106,14 +106,34 @@ typedef struct PmhDeleteOps
 	void	   *arg;
 } PmhDeleteOps;
 
-/* A published segment as mapped by the calling process. */
+/*
+ * A published segment as mapped by the calling process.  Its geometry comes
+ * from the caller's directory mirror, which holds only values validated when
+ * the segment was written or the file attached; the core never takes it
+ * from the segment's header, which the file may have damaged since.
+ */
 typedef struct PmhSegment
 {
 	char	   *base;			/* address of the segment header unit */
-	uint32_t	nbuckets;
+	uint64_t	unit;			/* its unit in the file; 0: the shard is empty */
+	uint32_t	shard;
 	uint32_t	shard_bits;
+	uint32_t	nbuckets;
+	uint32_t	nposting;
 	uint64_t	limit;			/* units mapped from base on (bounds chain reads) */
 } PmhSegment;
+
+/*
+ * A directory mirror entry, which lock-free readers use instead of the
+ * file's directory: the segment's descriptor, and an extent word (segment
+ * unit and posting block count) stored before it.  A reader that finds an
+ * extent naming another unit than the descriptor raced with a publication.
+ */
+typedef struct PmhShardMirror
+{
+	uint64_t	desc;
+	uint64_t	extent;
+} PmhShardMirror;
 
 /* Geometry of a segment to be written by pmh_segment_write. */
 typedef struct PmhLayout
@@ -170,7 +190,7 @@ typedef struct PmhTableOps
 	void		(*free_memory) (void *arg, void *ptr);
 	uint64_t	(*alloc_space) (void *arg, uint64_t units);
 	void		(*free_space) (void *arg, uint64_t unit, uint64_t units);
-	void		(*publish) (void *arg, uint32_t shard, uint64_t desc);
+	void		(*publish) (void *arg, uint32_t shard, uint64_t desc, uint32_t nposting);
 	char	   *(*base) (void *arg);
 	uint64_t	(*mapped_units) (void *arg);
 	uint64_t	(*log_rebuild) (void *arg, uint32_t shard, const PmhEntry *entries,
@@ -186,6 +206,31 @@ typedef struct PmhTable
 	uint64_t	file_generation;
 	uint64_t	dir_unit;
 } PmhTable;
+
+/* Show readers of a mirror entry a new segment (0 and 0: none). */
+static inline void
+pmh_mirror_publish(PmhShardMirror *m, uint64_t desc, uint32_t nposting)
+{
+	uint64_t	extent = pmh_desc_unit(desc) | ((uint64_t) nposting << PMH_DESC_UNIT_BITS);
+
+	__atomic_store_n(&m->extent, extent, __ATOMIC_RELEASE);
+	__atomic_store_n(&m->desc, desc, __ATOMIC_RELEASE);
+}
+
+/*
+ * Read a mirror entry: 1 and its descriptor and posting block count, or 0
+ * if a publication was under way (never under the shard's writer lock).
+ */
+static inline int
+pmh_mirror_read(const PmhShardMirror *m, uint64_t *desc, uint32_t *nposting)
+{
+	uint64_t	d = __atomic_load_n(&m->desc, __ATOMIC_ACQUIRE);
+	uint64_t	extent = __atomic_load_n(&m->extent, __ATOMIC_ACQUIRE);
+
+	*desc = d;
+	*nposting = d == 0 ? 0 : (uint32_t) (extent >> PMH_DESC_UNIT_BITS);
+	return d == 0 || (extent & PMH_DESC_UNIT_MASK) == pmh_desc_unit(d);
+}
 
 /* Address of a bucket of a segment. */
 static inline PmhBucket *
@@ -275,27 +320,29 @@ extern int	pmh_freemap_release(PmhFreeMap *map, uint64_t unit, uint64_t units);
 extern uint64_t pmh_freemap_total(const PmhFreeMap *map);
 
 /* pmh_table.c */
-extern void pmh_table_segment(const PmhTable *t, uint64_t desc, PmhSegment *seg);
-extern void pmh_table_segments(const PmhTable *t, const uint64_t *descs, int n,
+extern void pmh_table_segment(const PmhTable *t, uint32_t shard, uint64_t desc,
+							  uint32_t nposting, PmhSegment *seg);
+extern void pmh_table_segments(const PmhTable *t, const uint32_t *shards,
+							   const uint64_t *descs, const uint32_t *npostings, int n,
 							   PmhSegment *segs);
-extern PmhStatus pmh_table_rebuild(const PmhTable *t, uint32_t shard, uint64_t desc,
+extern PmhStatus pmh_table_rebuild(const PmhTable *t, const PmhSegment *seg,
 								   const PmhEntry *extra, uint64_t nextra, int replace,
 								   double fill, uint64_t lsn, PmhCounts *counts);
-extern PmhStatus pmh_table_insert(const PmhTable *t, uint32_t shard, uint64_t desc,
+extern PmhStatus pmh_table_insert(const PmhTable *t, const PmhSegment *seg,
 								  PmhCounts *counts, uint32_t hash, PmhTid tid,
 								  uint64_t lsn, PmhInsertMode mode, uint64_t since);
 extern const char *pmh_table_attach(const PmhTable *t, uint64_t file_units, PmhFreeMap *map,
 									int lenient,
 									void (*visit) (void *arg, uint32_t shard, uint64_t desc,
-												   const PmhCounts *counts, int broken),
+												   uint32_t nposting, const PmhCounts *counts,
+												   int broken),
 									void *arg, char *msg, size_t msglen);
 extern uint64_t pmh_file_flag_unverified(char *base, uint64_t file_units, uint64_t after_lsn,
 										 const PmhPersist *persist);
 
 /* pmh_verify.c */
-extern const char *pmh_segment_verify(const PmhSegment *seg, uint32_t shard,
-									  uint64_t file_generation, uint64_t file_units,
-									  uint64_t segment_unit, PmhEntry *scratch,
+extern const char *pmh_segment_verify(const PmhSegment *seg, uint64_t file_generation,
+									  uint64_t file_units, PmhEntry *scratch,
 									  uint64_t scratch_capacity, uint64_t *live,
 									  char *msg, size_t msglen);
 extern void pmh_segment_stats(const PmhSegment *seg, PmhStats *stats);

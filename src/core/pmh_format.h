@@ -45,6 +45,7 @@
 #define PMH_POSTING_SLOTS		37
 #define PMH_MAX_SHARD_BITS		16
 #define PMH_MAX_SEGMENT_BUCKETS ((UINT32_C(1) << 24) - 1)
+#define PMH_MAX_SEGMENT_POSTING ((UINT32_C(1) << 24) - 1)
 #define PMH_MAX_CHAIN_BLOCKS	UINT16_MAX
 
 /* bucket commit word: valid bits, overflow bit, sequence number */

@@ -77,13 +77,6 @@ pmh_sync(const PmhPersist *p)
 		pmh_drain(p);
 }
 
-/* Number of posting blocks of a segment, read from its header. */
-static inline uint32_t
-pmh_segment_nposting(const PmhSegment *seg)
-{
-	return ((const PmhSegmentHeader *) seg->base)->nposting;
-}
-
 /* Keep the slots of tag_mask whose high code bits match too. */
 static inline uint32_t
 pmh_filter_code(const PmhBucket *bucket, uint32_t tag_mask, uint32_t code)
@@ -115,7 +108,7 @@ static inline PmhPosting *
 pmh_chain_first(const PmhSegment *seg, PmhTid ref, uint32_t code)
 {
 	uint64_t	first_unit = (uint64_t) seg->nbuckets + 1;
-	uint64_t	end_unit = first_unit + pmh_segment_nposting(seg);
+	uint64_t	end_unit = first_unit + seg->nposting;
 	uint64_t	unit = pmh_tid_block(ref);
 	PmhPosting *first;
 

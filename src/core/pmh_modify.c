@@ -527,7 +527,7 @@ bucket_delete(const PmhSegment *seg, PmhBucket *bucket, const PmhDeleteOps *ops,
 			  uint64_t lsn, const PmhPersist *persist, PmhCounts *left)
 {
 	SlotGroup	g = {&bucket->commit, &bucket->unverified, &bucket->lsn, bucket, NULL, 0,
-		pmh_segment_header(seg)->shard, seg->shard_bits, PMH_VALID_MASK, PMH_SEQ_ONE};
+		seg->shard, seg->shard_bits, PMH_VALID_MASK, PMH_SEQ_ONE};
 	uint64_t	removed = group_delete(&g, ops, lsn, persist, left);
 	uint64_t	refs = bucket->unverified & bucket->commit & PMH_VALID_MASK;
 
@@ -572,7 +572,7 @@ pmh_bulk_delete(const PmhSegment *seg, const PmhDeleteOps *ops, uint64_t lsn,
 				const PmhPersist *persist, PmhCounts *remaining)
 {
 	uint64_t	removed = 0;
-	uint32_t	nposting = pmh_segment_nposting(seg);
+	uint32_t	nposting = seg->nposting;
 	PmhPosting *first = NULL;
 	uint32_t	head = 0;
 

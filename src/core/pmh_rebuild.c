@@ -35,7 +35,7 @@
 void
 pmh_segment_count(const PmhSegment *seg, PmhCounts *counts)
 {
-	uint32_t	nposting = pmh_segment_nposting(seg);
+	uint32_t	nposting = seg->nposting;
 
 	memset(counts, 0, sizeof(*counts));
 	for (uint32_t b = 0; b < seg->nbuckets; b++)
@@ -73,7 +73,7 @@ uint64_t
 pmh_segment_capacity(const PmhSegment *seg)
 {
 	return (uint64_t) seg->nbuckets * PMH_BUCKET_SLOTS +
-		(uint64_t) pmh_segment_nposting(seg) * PMH_POSTING_SLOTS;
+		(uint64_t) seg->nposting * PMH_POSTING_SLOTS;
 }
 
 /*
@@ -86,8 +86,8 @@ pmh_segment_collect(const PmhSegment *seg, PmhEntry *out, uint64_t capacity,
 					uint64_t *max_lsn)
 {
 	uint64_t	n = 0;
-	uint32_t	nposting = pmh_segment_nposting(seg);
-	uint32_t	shard = pmh_segment_header(seg)->shard;
+	uint32_t	nposting = seg->nposting;
+	uint32_t	shard = seg->shard;
 
 	*max_lsn = 0;
 	for (uint32_t b = 0; b < seg->nbuckets; b++)
@@ -420,7 +420,9 @@ pmh_segment_write(char *dst, const PmhLayout *layout, const PmhEntry *sorted,
 				  uint64_t count, uint32_t shard, uint32_t shard_bits,
 				  uint64_t file_generation, uint64_t generation, uint64_t lsn)
 {
-	PmhSegment	seg = {dst, layout->nbuckets, shard_bits, pmh_layout_units(layout)};
+	PmhSegment	seg = {.base = dst, .shard = shard, .shard_bits = shard_bits,
+		.nbuckets = layout->nbuckets, .nposting = layout->nposting,
+	.limit = pmh_layout_units(layout)};
 	PmhSegmentHeader *hdr = (PmhSegmentHeader *) dst;
 	uint64_t	next_unit = (uint64_t) layout->nbuckets + 1;
 	uint32_t	cursor = 0;
@@ -470,7 +472,7 @@ pmh_needs_growth(uint64_t slots, uint32_t nbuckets)
 int
 pmh_needs_shrink(const PmhCounts *counts, const PmhSegment *seg)
 {
-	if (seg->nbuckets <= 1 && pmh_segment_nposting(seg) == 0)
+	if (seg->nbuckets <= 1 && seg->nposting == 0)
 		return 0;
 	return (double) counts->entries < (double) pmh_segment_capacity(seg) * PMH_SHRINK_FILL;
 }

@@ -33,12 +33,14 @@ unit_address(const PmhTable *t, uint64_t unit)
 }
 
 /*
- * The segments that n descriptors publish, in the current mapping, which is
+ * The segments that n shards publish, given their descriptors and posting
+ * block counts from a directory mirror, in the current mapping, which is
  * read once; a descriptor of 0 (an empty shard) gives a segment of no
  * buckets.
  */
 void
-pmh_table_segments(const PmhTable *t, const uint64_t *descs, int n, PmhSegment *segs)
+pmh_table_segments(const PmhTable *t, const uint32_t *shards, const uint64_t *descs,
+				   const uint32_t *npostings, int n, PmhSegment *segs)
 {
 	char	   *base = t->ops->base(t->ops->arg);
 	uint64_t	mapped = t->ops->mapped_units ? t->ops->mapped_units(t->ops->arg) : UINT64_MAX;
@@ -48,29 +50,33 @@ pmh_table_segments(const PmhTable *t, const uint64_t *descs, int n, PmhSegment *
 		uint64_t	unit = pmh_desc_unit(descs[k]);
 
 		segs[k].base = base + unit * PMH_UNIT_SIZE;
-		segs[k].nbuckets = pmh_desc_nbuckets(descs[k]);
+		segs[k].unit = unit;
+		segs[k].shard = shards[k];
 		segs[k].shard_bits = t->shard_bits;
+		segs[k].nbuckets = unit == 0 ? 0 : pmh_desc_nbuckets(descs[k]);
+		segs[k].nposting = unit == 0 ? 0 : npostings[k];
 		segs[k].limit = mapped > unit ? mapped - unit : 0;
 	}
 }
 
-/* The segment a descriptor publishes, in the current mapping. */
+/* The segment a shard publishes, in the current mapping. */
 void
-pmh_table_segment(const PmhTable *t, uint64_t desc, PmhSegment *seg)
+pmh_table_segment(const PmhTable *t, uint32_t shard, uint64_t desc, uint32_t nposting,
+				  PmhSegment *seg)
 {
-	pmh_table_segments(t, &desc, 1, seg);
+	pmh_table_segments(t, &shard, &desc, &nposting, 1, seg);
 }
 
-/* Store a descriptor in the file's directory and make it durable. */
+/* Store a descriptor in the file's directory, make it durable, show it to readers. */
 static void
-publish(const PmhTable *t, uint32_t shard, uint64_t desc)
+publish(const PmhTable *t, uint32_t shard, uint64_t desc, uint32_t nposting)
 {
 	uint64_t   *dir = (uint64_t *) unit_address(t, t->dir_unit);
 
 	pmh_store_release(&dir[shard], desc);
 	pmh_flush(t->persist, &dir[shard], sizeof(uint64_t));
 	pmh_sync(t->persist);
-	t->ops->publish(t->ops->arg, shard, desc);
+	t->ops->publish(t->ops->arg, shard, desc, nposting);
 }
 
 /*
@@ -79,47 +85,41 @@ publish(const PmhTable *t, uint32_t shard, uint64_t desc)
  * enough to size the work arrays without counting them first.
  */
 static PmhStatus
-rebuild_shard(const PmhTable *t, uint32_t shard, uint64_t desc,
-			  const PmhEntry *extra, uint64_t nextra, int replace, int dense,
-			  double fill, uint64_t lsn, PmhCounts *counts)
+rebuild_shard(const PmhTable *t, const PmhSegment *seg, const PmhEntry *extra,
+			  uint64_t nextra, int replace, int dense, double fill, uint64_t lsn,
+			  PmhCounts *counts)
 {
 	const PmhTableOps *ops = t->ops;
-	PmhSegment	seg;
 	PmhEntry   *work;
 	PmhEntry   *scratch;
 	PmhLayout	layout;
 	uint64_t	total = nextra;
 	uint64_t	n = 0;
-	uint64_t	old_units = 0;
 	uint64_t	old_max_lsn = 0;
 	uint64_t	generation = 1;
 	uint64_t	unit = 0;
 
-	if (desc != 0)
+	if (seg->unit != 0)
 	{
-		PmhSegmentHeader *hdr;
-
-		pmh_table_segment(t, desc, &seg);
-		hdr = pmh_segment_header(&seg);
-		old_units = 1 + (uint64_t) seg.nbuckets + hdr->nposting;
-		generation = hdr->generation + 1;
+		/* informational only: a damaged value does no harm */
+		generation = pmh_segment_header(seg)->generation + 1;
 		if (replace || !dense)
 		{
 			PmhCounts	old_counts;
 
-			pmh_segment_count(&seg, &old_counts);
+			pmh_segment_count(seg, &old_counts);
 			old_max_lsn = old_counts.max_lsn;
 			if (!replace)
 				total += old_counts.entries;
 		}
 		else
-			total += pmh_segment_capacity(&seg);
+			total += pmh_segment_capacity(seg);
 	}
 
 	work = ops->alloc_memory(ops->arg, (total ? total : 1) * sizeof(PmhEntry));
 	scratch = ops->alloc_memory(ops->arg, (total ? total : 1) * sizeof(PmhEntry));
-	if (desc != 0 && !replace)
-		n = pmh_segment_collect(&seg, work, total - nextra, &old_max_lsn);
+	if (seg->unit != 0 && !replace)
+		n = pmh_segment_collect(seg, work, total - nextra, &old_max_lsn);
 	if (n + nextra > total)
 	{
 		ops->free_memory(ops->arg, scratch);
@@ -140,6 +140,7 @@ rebuild_shard(const PmhTable *t, uint32_t shard, uint64_t desc,
 	{
 		layout = pmh_plan_layout(work, n, fill);
 		if (layout.nbuckets > PMH_MAX_SEGMENT_BUCKETS ||
+			layout.nposting > PMH_MAX_SEGMENT_POSTING ||
 			(unit = ops->alloc_space(ops->arg, pmh_layout_units(&layout))) == 0)
 		{
 			ops->free_memory(ops->arg, work);
@@ -148,7 +149,7 @@ rebuild_shard(const PmhTable *t, uint32_t shard, uint64_t desc,
 	}
 	if (ops->log_rebuild)
 	{
-		uint64_t	logged = ops->log_rebuild(ops->arg, shard, work, n, fill);
+		uint64_t	logged = ops->log_rebuild(ops->arg, seg->shard, work, n, fill);
 
 		if (logged > lsn)
 			lsn = logged;
@@ -159,7 +160,7 @@ rebuild_shard(const PmhTable *t, uint32_t shard, uint64_t desc,
 	{
 		char	   *dst = unit_address(t, unit);
 
-		pmh_segment_write(dst, &layout, work, n, shard, t->shard_bits,
+		pmh_segment_write(dst, &layout, work, n, seg->shard, t->shard_bits,
 						  t->file_generation, generation, lsn);
 		pmh_flush(t->persist, dst, pmh_layout_units(&layout) * PMH_UNIT_SIZE);
 		pmh_sync(t->persist);
@@ -171,44 +172,43 @@ rebuild_shard(const PmhTable *t, uint32_t shard, uint64_t desc,
 	}
 	ops->free_memory(ops->arg, work);
 
-	publish(t, shard, n > 0 ? pmh_desc_make(unit, layout.nbuckets) : 0);
-	if (desc != 0)
-		ops->free_space(ops->arg, pmh_desc_unit(desc), old_units);
+	if (n > 0)
+		publish(t, seg->shard, pmh_desc_make(unit, layout.nbuckets), layout.nposting);
+	else
+		publish(t, seg->shard, 0, 0);
+	if (seg->unit != 0)
+		ops->free_space(ops->arg, seg->unit, 1 + (uint64_t) seg->nbuckets + seg->nposting);
 	return PMH_OK;
 }
 
 /*
- * Rebuild a shard from its current segment (desc, 0 if none) plus extra
- * entries, or from the extra entries alone if replace is set, at the given
- * bucket fill.  The content is logged through log_rebuild when the caller
- * asks for it.  counts receives the new content.
+ * Rebuild a shard from its current segment (seg, of no buckets if none)
+ * plus extra entries, or from the extra entries alone if replace is set, at
+ * the given bucket fill.  The content is logged through log_rebuild when the
+ * caller asks for it.  counts receives the new content.
  */
 PmhStatus
-pmh_table_rebuild(const PmhTable *t, uint32_t shard, uint64_t desc,
-				  const PmhEntry *extra, uint64_t nextra, int replace, double fill,
-				  uint64_t lsn, PmhCounts *counts)
+pmh_table_rebuild(const PmhTable *t, const PmhSegment *seg, const PmhEntry *extra,
+				  uint64_t nextra, int replace, double fill, uint64_t lsn, PmhCounts *counts)
 {
-	return rebuild_shard(t, shard, desc, extra, nextra, replace, 0, fill, lsn, counts);
+	return rebuild_shard(t, seg, extra, nextra, replace, 0, fill, lsn, counts);
 }
 
 /*
- * Insert one entry into a shard whose descriptor and counts the caller read
+ * Insert one entry into a shard whose segment and counts the caller read
  * under the shard lock, growing or rebuilding the shard when needed.
  */
 PmhStatus
-pmh_table_insert(const PmhTable *t, uint32_t shard, uint64_t desc,
-				 PmhCounts *counts, uint32_t hash, PmhTid tid, uint64_t lsn,
-				 PmhInsertMode mode, uint64_t since)
+pmh_table_insert(const PmhTable *t, const PmhSegment *seg, PmhCounts *counts,
+				 uint32_t hash, PmhTid tid, uint64_t lsn, PmhInsertMode mode, uint64_t since)
 {
 	PmhEntry	entry;
-	PmhSegment	seg;
 	PmhStatus	st;
 	unsigned	effects;
 
-	if (desc != 0 && !pmh_needs_growth(counts->slots, pmh_desc_nbuckets(desc)))
+	if (seg->unit != 0 && !pmh_needs_growth(counts->slots, seg->nbuckets))
 	{
-		pmh_table_segment(t, desc, &seg);
-		st = pmh_insert(&seg, hash, tid, lsn, t->persist, mode, since, &effects);
+		st = pmh_insert(seg, hash, tid, lsn, t->persist, mode, since, &effects);
 		if (st == PMH_OK)
 		{
 			counts->entries++;
@@ -224,7 +224,7 @@ pmh_table_insert(const PmhTable *t, uint32_t shard, uint64_t desc,
 	entry.hash = hash;
 	entry.tid = tid;
 	entry.flags = 0;
-	return rebuild_shard(t, shard, desc, &entry, 1, 0, 1, PMH_REBUILD_FILL, lsn, counts);
+	return rebuild_shard(t, seg, &entry, 1, 0, 1, PMH_REBUILD_FILL, lsn, counts);
 }
 
 /* qsort comparator: extents by unit. */
@@ -237,56 +237,66 @@ extent_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Check one directory descriptor; NULL if it publishes a sound segment. */
+/* First unit after a table's directory, where segments may lie. */
+static uint64_t
+data_unit(const PmhTable *t)
+{
+	return t->dir_unit + pmh_directory_units(t->shard_bits);
+}
+
+/*
+ * Check one directory descriptor read from the file; NULL if it publishes a
+ * sound segment, whose posting block count goes to *nposting.
+ */
 static const char *
-check_descriptor(const PmhTable *t, uint32_t shard, uint64_t desc, uint64_t data_unit,
-				 uint64_t file_units, char *msg, size_t msglen)
+check_descriptor(const PmhTable *t, uint32_t shard, uint64_t desc, uint64_t file_units,
+				 uint32_t *nposting, char *msg, size_t msglen)
 {
 	uint64_t	unit = pmh_desc_unit(desc);
 	uint32_t	nbuckets = pmh_desc_nbuckets(desc);
-	PmhSegment	seg;
-	PmhSegmentHeader *hdr;
+	PmhSegmentHeader hdr;
 
-	if (unit < data_unit || nbuckets == 0 || unit + 1 + nbuckets > file_units)
+	if (unit < data_unit(t) || nbuckets == 0 || unit + 1 + nbuckets > file_units)
 	{
 		snprintf(msg, msglen, "shard %u: directory entry points outside the file", shard);
 		return msg;
 	}
-	pmh_table_segment(t, desc, &seg);
-	hdr = pmh_segment_header(&seg);
-	if (hdr->magic != PMH_SEGMENT_MAGIC || hdr->checksum != pmh_segment_checksum(hdr) ||
-		hdr->shard != shard || hdr->nbuckets != nbuckets ||
-		hdr->file_generation != t->file_generation ||
-		unit + 1 + (uint64_t) nbuckets + hdr->nposting > file_units)
+	/* a private copy: what is checked is what is used */
+	memcpy(&hdr, unit_address(t, unit), sizeof(hdr));
+	if (hdr.magic != PMH_SEGMENT_MAGIC || hdr.checksum != pmh_segment_checksum(&hdr) ||
+		hdr.shard != shard || hdr.shard_bits != t->shard_bits || hdr.nbuckets != nbuckets ||
+		hdr.file_generation != t->file_generation || hdr.nposting > PMH_MAX_SEGMENT_POSTING ||
+		unit + 1 + (uint64_t) nbuckets + hdr.nposting > file_units)
 	{
 		snprintf(msg, msglen, "shard %u: segment at unit %llu is damaged", shard,
 				 (unsigned long long) unit);
 		return msg;
 	}
+	*nposting = hdr.nposting;
 	return NULL;
 }
 
 /*
  * Rebuild the volatile state of a file from its directory: report every
- * shard's descriptor and counts to visit, and fill the free map with the
- * gaps between published segments.  NULL on success, else msg describing
- * the first damage.  When lenient (during recovery, where a base backup may
- * have copied a shard mid-rebuild and replay will replace it), a shard whose
- * segment fails validation is reported broken and left out instead.
+ * shard's descriptor, posting block count and counts to visit, and fill the
+ * free map with the gaps between published segments.  NULL on success, else
+ * msg describing the first damage.  When lenient (during recovery, where a
+ * base backup may have copied a shard mid-rebuild and replay will replace
+ * it), a shard whose segment fails validation is reported broken and left
+ * out instead.  The table's geometry must come from a checked file header.
  */
 const char *
 pmh_table_attach(const PmhTable *t, uint64_t file_units, PmhFreeMap *map, int lenient,
-				 void (*visit) (void *arg, uint32_t shard, uint64_t desc,
+				 void (*visit) (void *arg, uint32_t shard, uint64_t desc, uint32_t nposting,
 								const PmhCounts *counts, int broken),
 				 void *arg, char *msg, size_t msglen)
 {
 	const PmhTableOps *ops = t->ops;
-	const PmhFileHeader *hdr = (const PmhFileHeader *) unit_address(t, 0);
 	const uint64_t *dir = (const uint64_t *) unit_address(t, t->dir_unit);
 	uint32_t	nshards = UINT32_C(1) << t->shard_bits;
 	PmhExtent  *segs = ops->alloc_memory(ops->arg, nshards * sizeof(PmhExtent));
 	uint32_t	nsegs = 0;
-	uint64_t	next = hdr->data_unit;
+	uint64_t	next = data_unit(t);
 	const char *err = NULL;
 	PmhCounts	none;
 
@@ -294,29 +304,30 @@ pmh_table_attach(const PmhTable *t, uint64_t file_units, PmhFreeMap *map, int le
 	for (uint32_t s = 0; s < nshards && err == NULL; s++)
 	{
 		uint64_t	desc = __atomic_load_n(&dir[s], __ATOMIC_ACQUIRE);
+		uint32_t	nposting = 0;
 		PmhCounts	counts;
 		PmhSegment	seg;
 
 		memset(&counts, 0, sizeof(counts));
 		if (desc != 0)
 		{
-			if (check_descriptor(t, s, desc, hdr->data_unit, file_units, msg, msglen))
+			if (check_descriptor(t, s, desc, file_units, &nposting, msg, msglen))
 			{
 				if (!lenient)
 					err = msg;
 				else
-					visit(arg, s, 0, &none, 1);
+					visit(arg, s, 0, 0, &none, 1);
 				continue;
 			}
-			pmh_table_segment(t, desc, &seg);
+			pmh_table_segment(t, s, desc, nposting, &seg);
 			pmh_segment_count(&seg, &counts);
-			segs[nsegs].unit = pmh_desc_unit(desc);
-			segs[nsegs].count = 1 + (uint64_t) seg.nbuckets + pmh_segment_header(&seg)->nposting;
+			segs[nsegs].unit = seg.unit;
+			segs[nsegs].count = 1 + (uint64_t) seg.nbuckets + seg.nposting;
 			/* remember the shard in the spare high bits of count */
 			segs[nsegs].count |= (uint64_t) s << 40;
 			nsegs++;
 		}
-		visit(arg, s, desc, &counts, 0);
+		visit(arg, s, desc, nposting, &counts, 0);
 	}
 	if (err == NULL)
 	{
@@ -335,7 +346,7 @@ pmh_table_attach(const PmhTable *t, uint64_t file_units, PmhFreeMap *map, int le
 					err = msg;
 					break;
 				}
-				visit(arg, shard, 0, &none, 1);
+				visit(arg, shard, 0, 0, &none, 1);
 				continue;
 			}
 			pmh_freemap_release(map, next, segs[i].unit - next);
@@ -363,32 +374,36 @@ uint64_t
 pmh_file_flag_unverified(char *base, uint64_t file_units, uint64_t after_lsn,
 						 const PmhPersist *persist)
 {
-	const PmhFileHeader *hdr = (const PmhFileHeader *) base;
+	PmhFileHeader hdr;
 	PmhTableOps ops;
 	PmhTable	t;
 	const uint64_t *dir;
 	uint64_t	flagged = 0;
 	char		msg[128];
 
-	if (pmh_header_check(hdr, file_units) != NULL)
+	/* a private copy: what is checked is what is used */
+	memcpy(&hdr, base, sizeof(hdr));
+	if (pmh_header_check(&hdr, file_units) != NULL)
 		return 0;
 	memset(&ops, 0, sizeof(ops));
 	ops.base = fixed_base;
 	ops.arg = base;
 	t.ops = &ops;
 	t.persist = persist;
-	t.shard_bits = hdr->shard_bits;
-	t.file_generation = hdr->build_generation;
-	t.dir_unit = hdr->dir_unit;
+	t.shard_bits = hdr.shard_bits;
+	t.file_generation = hdr.build_generation;
+	t.dir_unit = hdr.dir_unit;
 	dir = (const uint64_t *) unit_address(&t, t.dir_unit);
 	for (uint32_t s = 0; s < (UINT32_C(1) << t.shard_bits); s++)
 	{
+		uint64_t	desc = dir[s];
+		uint32_t	nposting;
 		PmhSegment	seg;
 
-		if (dir[s] == 0 ||
-			check_descriptor(&t, s, dir[s], hdr->data_unit, file_units, msg, sizeof(msg)))
+		if (desc == 0 ||
+			check_descriptor(&t, s, desc, file_units, &nposting, msg, sizeof(msg)))
 			continue;
-		pmh_table_segment(&t, dir[s], &seg);
+		pmh_table_segment(&t, s, desc, nposting, &seg);
 		flagged += pmh_flag_unverified(&seg, after_lsn, persist);
 	}
 	return flagged;

@@ -31,23 +31,25 @@ reachable(const PmhSegment *seg, uint32_t code, uint32_t b)
 	return 1;
 }
 
-/* Check the segment header against the directory and the file. */
+/* Check the segment header against the directory mirror and the file. */
 static const char *
-verify_header(const PmhSegment *seg, uint32_t shard, uint64_t file_generation,
-			  uint64_t file_units, uint64_t segment_unit, char *msg, size_t msglen)
+verify_header(const PmhSegment *seg, uint64_t file_generation, uint64_t file_units,
+			  char *msg, size_t msglen)
 {
 	const PmhSegmentHeader *hdr = pmh_segment_header(seg);
 
 	if (hdr->magic != PMH_SEGMENT_MAGIC)
 		snprintf(msg, msglen, "shard %u: segment at unit %llu has a wrong magic number",
-				 shard, (unsigned long long) segment_unit);
+				 seg->shard, (unsigned long long) seg->unit);
 	else if (hdr->checksum != pmh_segment_checksum(hdr))
-		snprintf(msg, msglen, "shard %u: segment header checksum mismatch", shard);
-	else if (hdr->shard != shard || hdr->shard_bits != seg->shard_bits ||
-			 hdr->nbuckets != seg->nbuckets || hdr->file_generation != file_generation)
-		snprintf(msg, msglen, "shard %u: segment header does not match the directory", shard);
-	else if (segment_unit + 1 + (uint64_t) hdr->nbuckets + hdr->nposting > file_units)
-		snprintf(msg, msglen, "shard %u: segment extends past the end of the file", shard);
+		snprintf(msg, msglen, "shard %u: segment header checksum mismatch", seg->shard);
+	else if (hdr->shard != seg->shard || hdr->shard_bits != seg->shard_bits ||
+			 hdr->nbuckets != seg->nbuckets || hdr->nposting != seg->nposting ||
+			 hdr->file_generation != file_generation)
+		snprintf(msg, msglen, "shard %u: segment header does not match the directory",
+				 seg->shard);
+	else if (seg->unit + 1 + (uint64_t) seg->nbuckets + seg->nposting > file_units)
+		snprintf(msg, msglen, "shard %u: segment extends past the end of the file", seg->shard);
 	else
 		return NULL;
 	return msg;
@@ -58,7 +60,7 @@ static const char *
 verify_chains(const PmhSegment *seg, uint32_t shard, uint64_t *nchains,
 			  char *msg, size_t msglen)
 {
-	uint32_t	nposting = pmh_segment_nposting(seg);
+	uint32_t	nposting = seg->nposting;
 
 	*nchains = 0;
 	for (uint32_t j = 0; j < nposting;)
@@ -113,20 +115,20 @@ remember(PmhEntry *scratch, uint64_t capacity, uint64_t *n, uint32_t hash, PmhTi
  * else msg describing the first damage.  *live gets the live TID count.
  */
 const char *
-pmh_segment_verify(const PmhSegment *seg, uint32_t shard, uint64_t file_generation,
-				   uint64_t file_units, uint64_t segment_unit, PmhEntry *scratch,
-				   uint64_t scratch_capacity, uint64_t *live, char *msg, size_t msglen)
+pmh_segment_verify(const PmhSegment *seg, uint64_t file_generation, uint64_t file_units,
+				   PmhEntry *scratch, uint64_t scratch_capacity, uint64_t *live,
+				   char *msg, size_t msglen)
 {
+	uint32_t	shard = seg->shard;
+	uint32_t	nposting = seg->nposting;
 	uint64_t	nchains;
 	uint64_t	nrefs = 0;
 	uint64_t	n = 0;
-	uint32_t	nposting;
 
 	*live = 0;
-	if (verify_header(seg, shard, file_generation, file_units, segment_unit, msg, msglen) ||
+	if (verify_header(seg, file_generation, file_units, msg, msglen) ||
 		verify_chains(seg, shard, &nchains, msg, msglen))
 		return msg;
-	nposting = pmh_segment_nposting(seg);
 
 	for (uint32_t b = 0; b < seg->nbuckets; b++)
 	{
@@ -254,7 +256,7 @@ longest_run(const PmhSegment *seg)
 void
 pmh_segment_stats(const PmhSegment *seg, PmhStats *stats)
 {
-	uint32_t	nposting = pmh_segment_nposting(seg);
+	uint32_t	nposting = seg->nposting;
 	uint32_t	run = longest_run(seg);
 
 	stats->segments++;

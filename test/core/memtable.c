@@ -121,13 +121,13 @@ space_free(void *arg, uint64_t unit, uint64_t units)
 	}
 }
 
-/* Show a descriptor to readers. */
+/* Show a segment to readers. */
 static void
-publish(void *arg, uint32_t shard, uint64_t desc)
+publish(void *arg, uint32_t shard, uint64_t desc, uint32_t nposting)
 {
 	MemTable   *mt = arg;
 
-	__atomic_store_n(&mt->mirror[shard], desc, __ATOMIC_RELEASE);
+	pmh_mirror_publish(&mt->mirror[shard], desc, nposting);
 }
 
 /* Current mapping. */
@@ -154,7 +154,7 @@ memtable_create(uint32_t shard_bits, uint64_t units, int shim)
 
 	mt->shim = shim;
 	mt->crash_at = UINT64_MAX;
-	mt->mirror = calloc(nshards, sizeof(uint64_t));
+	mt->mirror = calloc(nshards, sizeof(PmhShardMirror));
 	mt->counts = calloc(nshards, sizeof(PmhCounts));
 	mt->extents = calloc(nshards + 64, sizeof(PmhExtent));
 	pmh_freemap_init(&mt->freemap, mt->extents, nshards + 64);
@@ -192,14 +192,31 @@ memtable_destroy(MemTable *mt)
 	free(mt);
 }
 
+/*
+ * The segment a shard publishes, as readers see it (of no buckets if none);
+ * waits out a publication under way.
+ */
+void
+memtable_segment(MemTable *mt, uint32_t shard, PmhSegment *seg)
+{
+	uint64_t	desc;
+	uint32_t	nposting;
+
+	while (!pmh_mirror_read(&mt->mirror[shard], &desc, &nposting))
+		;
+	pmh_table_segment(&mt->table, shard, desc, nposting, seg);
+}
+
 /* Insert through the table layer, as the access method does; each change gets the next LSN. */
 PmhStatus
 memtable_insert(MemTable *mt, uint32_t hash, PmhTid tid)
 {
 	uint32_t	shard = pmh_shard_of(hash, mt->table.shard_bits);
+	PmhSegment	seg;
 
-	return pmh_table_insert(&mt->table, shard, mt->mirror[shard], &mt->counts[shard],
-							hash, tid, ++mt->lsn, PMH_INSERT_NEW, 0);
+	memtable_segment(mt, shard, &seg);
+	return pmh_table_insert(&mt->table, &seg, &mt->counts[shard], hash, tid, ++mt->lsn,
+							PMH_INSERT_NEW, 0);
 }
 
 /* Insert as WAL replay does: only if absent, for a record at lsn. */
@@ -207,9 +224,11 @@ PmhStatus
 memtable_replay(MemTable *mt, uint32_t hash, PmhTid tid, uint64_t lsn)
 {
 	uint32_t	shard = pmh_shard_of(hash, mt->table.shard_bits);
+	PmhSegment	seg;
 
-	return pmh_table_insert(&mt->table, shard, mt->mirror[shard], &mt->counts[shard],
-							hash, tid, lsn, PMH_INSERT_IF_ABSENT, lsn);
+	memtable_segment(mt, shard, &seg);
+	return pmh_table_insert(&mt->table, &seg, &mt->counts[shard], hash, tid, lsn,
+							PMH_INSERT_IF_ABSENT, lsn);
 }
 
 typedef struct CollectState
@@ -239,17 +258,12 @@ collect(void *arg, const PmhTid *tids, int count, uint64_t unverified)
 PmhStatus
 memtable_lookup(MemTable *mt, uint32_t hash, PmhTid *out, int *n, int cap)
 {
-	uint32_t	shard = pmh_shard_of(hash, mt->table.shard_bits);
-	uint64_t	desc = __atomic_load_n(&mt->mirror[shard], __ATOMIC_ACQUIRE);
 	CollectState cs = {out, 0, cap, 0};
 	PmhSegment	seg;
-	PmhStatus	st = PMH_OK;
+	PmhStatus	st;
 
-	if (desc != 0)
-	{
-		pmh_table_segment(&mt->table, desc, &seg);
-		st = pmh_lookup(&seg, hash, collect, &cs);
-	}
+	memtable_segment(mt, pmh_shard_of(hash, mt->table.shard_bits), &seg);
+	st = pmh_lookup(&seg, hash, collect, &cs);
 	*n = cs.n;
 	return st;
 }
@@ -263,22 +277,18 @@ PmhStatus
 memtable_lookup_batch(MemTable *mt, const uint32_t *hashes, int n, PmhTid *out, int cap,
 					  int *counts)
 {
-	uint64_t   *descs = calloc(n, sizeof(uint64_t));
-	PmhSegment *segs = malloc(n * sizeof(PmhSegment));
+	PmhSegment *segs = calloc(n, sizeof(PmhSegment));
 	CollectState *cs = malloc(n * sizeof(CollectState));
-	void	  **args = malloc(n * sizeof(void *));
+	void	  **args = calloc(n, sizeof(void *));
 	PmhStatus  *status = malloc(n * sizeof(PmhStatus));
 	PmhStatus	st = PMH_OK;
 
 	for (int k = 0; k < n; k++)
 	{
-		uint32_t	shard = pmh_shard_of(hashes[k], mt->table.shard_bits);
-
-		descs[k] = __atomic_load_n(&mt->mirror[shard], __ATOMIC_ACQUIRE);
+		memtable_segment(mt, pmh_shard_of(hashes[k], mt->table.shard_bits), &segs[k]);
 		cs[k] = (CollectState) {out + (size_t) k * cap, 0, cap, 0};
 		args[k] = &cs[k];
 	}
-	pmh_table_segments(&mt->table, descs, n, segs);
 	pmh_lookup_batch(segs, hashes, n, collect, args, status);
 	for (int k = 0; k < n; k++)
 	{
@@ -286,7 +296,6 @@ memtable_lookup_batch(MemTable *mt, const uint32_t *hashes, int n, PmhTid *out, 
 		if (st == PMH_OK)
 			st = status[k];
 	}
-	free(descs);
 	free(segs);
 	free(cs);
 	free(args);
@@ -298,13 +307,10 @@ memtable_lookup_batch(MemTable *mt, const uint32_t *hashes, int n, PmhTid *out, 
 int
 memtable_lookup_unverified(MemTable *mt, uint32_t hash)
 {
-	uint32_t	shard = pmh_shard_of(hash, mt->table.shard_bits);
 	CollectState cs = {NULL, 0, 0, 0};
 	PmhSegment	seg;
 
-	if (mt->mirror[shard] == 0)
-		return 0;
-	pmh_table_segment(&mt->table, mt->mirror[shard], &seg);
+	memtable_segment(mt, pmh_shard_of(hash, mt->table.shard_bits), &seg);
 	pmh_lookup(&seg, hash, collect, &cs);
 	return cs.unverified;
 }
@@ -320,9 +326,9 @@ memtable_flag_unverified(MemTable *mt, uint64_t after_lsn)
 	{
 		PmhSegment	seg;
 
-		if (mt->mirror[s] == 0)
+		memtable_segment(mt, s, &seg);
+		if (seg.unit == 0)
 			continue;
-		pmh_table_segment(&mt->table, mt->mirror[s], &seg);
 		flagged += pmh_flag_unverified(&seg, after_lsn, &mt->persist);
 		pmh_segment_count(&seg, &mt->counts[s]);
 	}
@@ -340,14 +346,14 @@ memtable_bulk_delete(MemTable *mt, const PmhDeleteOps *ops)
 	{
 		PmhSegment	seg;
 
-		if (mt->mirror[s] == 0)
+		memtable_segment(mt, s, &seg);
+		if (seg.unit == 0)
 			continue;
-		pmh_table_segment(&mt->table, mt->mirror[s], &seg);
 		removed += pmh_bulk_delete(&seg, ops, ++mt->lsn, &mt->persist, &mt->counts[s]);
 		if (mt->counts[s].entries == 0 ||
 			pmh_needs_shrink(&mt->counts[s], &seg))
-			pmh_table_rebuild(&mt->table, s, mt->mirror[s], NULL, 0, 0, PMH_REBUILD_FILL,
-							  ++mt->lsn, &mt->counts[s]);
+			pmh_table_rebuild(&mt->table, &seg, NULL, 0, 0, PMH_REBUILD_FILL, ++mt->lsn,
+							  &mt->counts[s]);
 	}
 	return removed;
 }
@@ -371,9 +377,9 @@ memtable_verify(MemTable *mt, uint64_t *live)
 		PmhEntry   *scratch;
 		uint64_t	n;
 
-		if (mt->mirror[s] == 0)
+		memtable_segment(mt, s, &seg);
+		if (seg.unit == 0)
 			continue;
-		pmh_table_segment(&mt->table, mt->mirror[s], &seg);
 		pmh_segment_count(&seg, &counts);
 		if (counts.entries != mt->counts[s].entries || counts.slots != mt->counts[s].slots ||
 			counts.unverified != mt->counts[s].unverified)
@@ -388,9 +394,8 @@ memtable_verify(MemTable *mt, uint64_t *live)
 			return msg;
 		}
 		scratch = malloc((counts.slots + counts.entries + 1) * sizeof(PmhEntry));
-		err = pmh_segment_verify(&seg, s, 42, mt->units, pmh_desc_unit(mt->mirror[s]),
-								 scratch, counts.slots + counts.entries + 1, &n,
-								 msg, sizeof(msg));
+		err = pmh_segment_verify(&seg, 42, mt->units, scratch,
+								 counts.slots + counts.entries + 1, &n, msg, sizeof(msg));
 		free(scratch);
 		if (err)
 			return err;
@@ -419,14 +424,15 @@ memtable_crash(MemTable *mt, double evict_probability, uint64_t seed)
 	mt->crash_at = UINT64_MAX;
 }
 
-/* Attach visitor: copy a shard's descriptor and counts. */
+/* Attach visitor: copy a shard's descriptor, posting blocks and counts. */
 static void
-attach_visit(void *arg, uint32_t shard, uint64_t desc, const PmhCounts *counts, int broken)
+attach_visit(void *arg, uint32_t shard, uint64_t desc, uint32_t nposting,
+			 const PmhCounts *counts, int broken)
 {
 	(void) broken;
 	MemTable   *mt = arg;
 
-	mt->mirror[shard] = desc;
+	pmh_mirror_publish(&mt->mirror[shard], desc, nposting);
 	mt->counts[shard] = *counts;
 }
 

@@ -26,7 +26,7 @@ typedef struct MemTable
 	uint64_t	crash_at;		/* stop persisting after this many drains */
 	uint64_t	lsn;			/* WAL position given to the next change */
 	int			shim;			/* track durability */
-	uint64_t   *mirror;			/* directory as readers see it */
+	PmhShardMirror *mirror;		/* directory as readers see it */
 	PmhCounts  *counts;			/* per-shard counters */
 	PmhExtent  *extents;
 	PmhFreeMap	freemap;
@@ -37,6 +37,7 @@ typedef struct MemTable
 
 extern MemTable *memtable_create(uint32_t shard_bits, uint64_t units, int shim);
 extern void memtable_destroy(MemTable *mt);
+extern void memtable_segment(MemTable *mt, uint32_t shard, PmhSegment *seg);
 extern PmhStatus memtable_insert(MemTable *mt, uint32_t hash, PmhTid tid);
 extern PmhStatus memtable_replay(MemTable *mt, uint32_t hash, PmhTid tid, uint64_t lsn);
 extern PmhStatus memtable_lookup(MemTable *mt, uint32_t hash, PmhTid *out, int *n, int cap);

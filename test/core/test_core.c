@@ -478,7 +478,7 @@ test_codes(void)
 				CHECK(memtable_lookup(mt, hashes[k], got, &ngot, 64) == PMH_OK, "lookup status");
 				check_found("lookup", hashes[k], got, ngot, want, nwant);
 			}
-			pmh_table_segment(&mt->table, mt->mirror[pmh_shard_of(base, shard_bits)], &seg);
+			memtable_segment(mt, pmh_shard_of(base, shard_bits), &seg);
 			n = pmh_segment_collect(&seg, entries, 64, &max_lsn);
 			CHECK(n == 64, "%d shard bits: collected %llu entries", (int) shard_bits,
 				  (unsigned long long) n);
@@ -512,9 +512,9 @@ test_heavy_duplicates(void)
 	{
 		PmhSegment	seg;
 
-		if (mt->mirror[s] == 0)
+		memtable_segment(mt, s, &seg);
+		if (seg.unit == 0)
 			continue;
-		pmh_table_segment(&mt->table, mt->mirror[s], &seg);
 		pmh_segment_stats(&seg, &stats);
 	}
 	CHECK(stats.chains >= 1 && stats.chained_entries >= 100000,
@@ -575,7 +575,7 @@ test_deletes(void)
 		uint32_t	shard = pmh_shard_of(m.hash[i], 4);
 		PmhSegment	seg;
 
-		pmh_table_segment(&mt->table, mt->mirror[shard], &seg);
+		memtable_segment(mt, shard, &seg);
 		CHECK(pmh_contains(&seg, m.hash[i], tid_of(i)) == !m.dead[i], "contains entry %llu",
 			  (unsigned long long) i);
 		m.dead[i] = 1;
@@ -752,7 +752,7 @@ test_damage(void)
 		/* more distinct codes with one home bucket than it has slots */
 		for (uint32_t k = 0; k < 2 * PMH_BUCKET_SLOTS; k++)
 			add(mt, &m, UINT32_C(0x40000000) + (k << (32 - PMH_CODE_BITS)));
-		pmh_table_segment(&mt->table, mt->mirror[0], &seg);
+		memtable_segment(mt, 0, &seg);
 		if (kind == 0)
 			pmh_segment_header(&seg)->nposting++;
 		else if (kind == 1 || kind == 2)
@@ -921,11 +921,11 @@ test_reader_race(void)
 		race_first = next;
 		for (int j = 0; j < 40; j++, next++)
 			memtable_insert(mt, race_hash(next), tid_of(next));
-		pmh_table_segment(&mt->table, mt->mirror[0], &seg);
+		memtable_segment(mt, 0, &seg);
 		pmh_bulk_delete(&seg, &ops, ++mt->lsn, &mt->persist, &mt->counts[0]);
 		if (round % 2000 == 1999)
-			pmh_table_rebuild(&mt->table, 0, mt->mirror[0], NULL, 0, 0, PMH_REBUILD_FILL,
-							  ++mt->lsn, &mt->counts[0]);
+			pmh_table_rebuild(&mt->table, &seg, NULL, 0, 0, PMH_REBUILD_FILL, ++mt->lsn,
+							  &mt->counts[0]);
 	}
 	rs.stop = 1;
 	pthread_join(reader, NULL);

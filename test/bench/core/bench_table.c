@@ -110,13 +110,13 @@ ops_free_space(void *arg, uint64_t unit, uint64_t units)
 	pthread_mutex_unlock(&bf->alloc_lock);
 }
 
-/* Table callback: show a new descriptor to readers. */
+/* Table callback: show a new segment to readers. */
 static void
-ops_publish(void *arg, uint32_t shard, uint64_t desc)
+ops_publish(void *arg, uint32_t shard, uint64_t desc, uint32_t nposting)
 {
 	BenchFile  *bf = arg;
 
-	__atomic_store_n(&bf->mirror[shard], desc, __ATOMIC_RELEASE);
+	pmh_mirror_publish(&bf->mirror[shard], desc, nposting);
 }
 
 /* Table callback: the mapping. */
@@ -189,7 +189,7 @@ bench_file_reset(BenchFile *bf, uint32_t shard_bits)
 	free(bf->shards);
 	free(bf->extents);
 	bf->shard_bits = shard_bits;
-	bf->mirror = calloc(nshards, sizeof(uint64_t));
+	bf->mirror = calloc(nshards, sizeof(PmhShardMirror));
 	bf->shards = aligned_alloc(64, nshards * sizeof(BenchShard));
 	memset(bf->shards, 0, nshards * sizeof(BenchShard));
 	for (uint32_t s = 0; s < nshards; s++)
@@ -337,12 +337,12 @@ bench_insert(BenchWorker *w, uint32_t hash, PmhTid tid, uint64_t lsn)
 	BenchFile  *bf = w->file;
 	uint32_t	shard = pmh_shard_of(hash, bf->shard_bits);
 	BenchShard *sh = &bf->shards[shard];
+	PmhSegment	seg;
 	PmhStatus	st;
 
 	pthread_spin_lock(&sh->lock);
-	st = pmh_table_insert(&w->table, shard,
-						  __atomic_load_n(&bf->mirror[shard], __ATOMIC_RELAXED),
-						  &sh->counts, hash, tid, lsn, PMH_INSERT_NEW, 0);
+	bench_segment(w, hash, &seg);
+	st = pmh_table_insert(&w->table, &seg, &sh->counts, hash, tid, lsn, PMH_INSERT_NEW, 0);
 	pthread_spin_unlock(&sh->lock);
 	return st;
 }
@@ -365,7 +365,7 @@ bench_verify(BenchFile *bf, uint64_t *live)
 		return err;
 	for (uint32_t s = 0; s < nshards; s++)
 	{
-		uint64_t	desc = bf->mirror[s];
+		uint64_t	desc = bf->mirror[s].desc;
 		uint64_t   *dir = (uint64_t *) (bf->base + PMH_HEADER_UNITS * PMH_UNIT_SIZE);
 		PmhSegment	seg;
 		PmhCounts	counts;
@@ -380,7 +380,8 @@ bench_verify(BenchFile *bf, uint64_t *live)
 		}
 		if (desc == 0)
 			continue;
-		pmh_table_segment(&t, desc, &seg);
+		pmh_table_segment(&t, s, desc, (uint32_t) (bf->mirror[s].extent >> PMH_DESC_UNIT_BITS),
+						  &seg);
 		pmh_segment_count(&seg, &counts);
 		if (counts.entries != bf->shards[s].counts.entries ||
 			counts.slots != bf->shards[s].counts.slots)
@@ -394,8 +395,8 @@ bench_verify(BenchFile *bf, uint64_t *live)
 		}
 		cap = counts.slots + counts.entries + 1;
 		scratch = malloc(cap * sizeof(PmhEntry));
-		err = pmh_segment_verify(&seg, s, BENCH_GENERATION, bf->units, pmh_desc_unit(desc),
-								 scratch, cap, &n, msg, sizeof(msg));
+		err = pmh_segment_verify(&seg, BENCH_GENERATION, bf->units, scratch, cap, &n,
+								 msg, sizeof(msg));
 		free(scratch);
 		if (err)
 			return err;

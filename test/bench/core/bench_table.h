@@ -48,7 +48,7 @@ typedef struct BenchFile
 	uint64_t	units;			/* size of the file */
 	int			is_pmem;
 	uint32_t	shard_bits;
-	uint64_t   *mirror;			/* directory as readers see it */
+	PmhShardMirror *mirror;		/* directory as readers see it */
 	BenchShard *shards;
 	pthread_mutex_t alloc_lock;	/* free map, retired list, high-water mark */
 	PmhFreeMap	freemap;
@@ -86,12 +86,18 @@ extern void bench_worker_sync(BenchWorker *w);
 extern PmhStatus bench_insert(BenchWorker *w, uint32_t hash, PmhTid tid, uint64_t lsn);
 extern const char *bench_verify(BenchFile *bf, uint64_t *live);
 
-/* The descriptor of hash's shard as a lock-free reader sees it (0: empty). */
-static inline uint64_t
-bench_descriptor(const BenchWorker *w, uint32_t hash)
+/*
+ * The shard of hash and what its mirror entry says, as a lock-free reader
+ * sees it (desc 0: empty); waits out a publication under way.
+ */
+static inline uint32_t
+bench_mirror_read(const BenchWorker *w, uint32_t hash, uint64_t *desc, uint32_t *nposting)
 {
-	return __atomic_load_n(&w->file->mirror[pmh_shard_of(hash, w->table.shard_bits)],
-						   __ATOMIC_ACQUIRE);
+	uint32_t	shard = pmh_shard_of(hash, w->table.shard_bits);
+
+	while (!pmh_mirror_read(&w->file->mirror[shard], desc, nposting))
+		;
+	return shard;
 }
 
 /*
@@ -101,12 +107,12 @@ bench_descriptor(const BenchWorker *w, uint32_t hash)
 static inline int
 bench_segment(const BenchWorker *w, uint32_t hash, PmhSegment *seg)
 {
-	uint64_t	desc = bench_descriptor(w, hash);
+	uint64_t	desc;
+	uint32_t	nposting;
+	uint32_t	shard = bench_mirror_read(w, hash, &desc, &nposting);
 
-	if (desc == 0)
-		return 0;
-	pmh_table_segment(&w->table, desc, seg);
-	return 1;
+	pmh_table_segment(&w->table, shard, desc, nposting, seg);
+	return desc != 0;
 }
 
 /*
