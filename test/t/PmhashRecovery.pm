@@ -20,6 +20,7 @@ our @EXPORT = qw(
   check_indexes check_verify check_log log_offset wait_until pmh_files
   live_files @RT_INDEXES $VACUUM
 );
+our @EXPORT_OK = qw(scan_sql);
 
 # The indexes of the workload table: [index, table, column, absent key of g].
 our @RT_INDEXES = (
@@ -49,8 +50,9 @@ max_connections = 40
 EOC
 
 # Point a node's pmhash.directory at a fresh directory of its own on
-# /dev/shm ('shm'), at the default inside its data directory ('data'), or
-# at a given absolute path.
+# /dev/shm ('shm'), at 'pmhash' inside its data directory ('data'), or at a
+# given absolute path; 'default' leaves the setting out of postgresql.conf
+# (the default is that same directory inside the data directory).
 sub set_directory
 {
 	my ($node, $where) = @_;
@@ -59,6 +61,10 @@ sub set_directory
 	{
 		$node->append_conf('postgresql.conf', "pmhash.directory = '$where'");
 		$dir_of{$name} = $where;
+	}
+	elsif ($where eq 'default')
+	{
+		$dir_of{$name} = $node->data_dir . '/pmhash';
 	}
 	elsif ($where eq 'shm')
 	{
@@ -81,7 +87,7 @@ sub pmhash_dir
 	return $dir_of{ $node->name };
 }
 
-# Create (not start) a node with pmhash preloaded. dir => 'shm' | 'data',
+# Create (not start) a node with pmhash preloaded. dir => 'shm' | 'data' | 'default',
 # force => PMEM_IS_PMEM_FORCE for its server (default 1), init => options of
 # Cluster::init, conf => more postgresql.conf lines.
 sub new_node

@@ -1,0 +1,203 @@
+# Shared helpers of the pmhash file tests (001_files, 006_damage): SQL run
+# with verbose error reports and checks of those reports, the names of index
+# files, detection of server crashes and restarts, reading, writing and
+# finding the parts of an index file, and background psql sessions.
+package PmhashFiles;
+
+use strict;
+use warnings;
+
+use Exporter 'import';
+use Fcntl qw(O_RDONLY O_WRONLY SEEK_SET);
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+our @EXPORT = qw(
+  $FORCE_INDEX $FORCE_SEQ $UNIT
+  run_sql check_error_report expect_error reindex_hint damaged
+  files_sql file_sql mark check_alive
+  read_bytes write_bytes change_byte find_segment
+  start_session session_sql session_ok
+);
+
+our $FORCE_INDEX = 'SET enable_seqscan = off; SET enable_bitmapscan = off;';
+our $FORCE_SEQ =
+  'SET enable_indexscan = off; SET enable_bitmapscan = off; SET enable_seqscan = on;';
+our $UNIT = 256;    # PMH_UNIT_SIZE
+
+# Run SQL with verbose error reports; returns (exit code, stdout, stderr).
+# %params go to Cluster::psql (timeout, timed_out).
+sub run_sql
+{
+	my ($node, $db, $sql, %params) = @_;
+	my ($rc, $out, $err) = $node->psql($db, "\\set VERBOSITY verbose\n$sql", %params);
+	return ($rc, $out, $err);
+}
+
+# Check that an error report matches $want: state (SQLSTATE), msg, detail, hint.
+sub check_error_report
+{
+	my ($err, $want, $name) = @_;
+	like($err, qr/ERROR:  \Q$want->{state}\E: /, "$name: SQLSTATE $want->{state}")
+	  if $want->{state};
+	like($err, qr/ERROR:  .*$want->{msg}/, "$name: message") if $want->{msg};
+	like($err, qr/DETAIL:  .*$want->{detail}/, "$name: detail") if $want->{detail};
+	like($err, qr/HINT:  .*$want->{hint}/, "$name: hint") if $want->{hint};
+}
+
+# Run SQL that must fail, and check its error report.
+sub expect_error
+{
+	my ($node, $db, $sql, $want, $name) = @_;
+	my ($rc, $out, $err) = run_sql($node, $db, $sql);
+	isnt($rc, 0, "$name: fails");
+	check_error_report($err, $want, $name);
+}
+
+# What a REINDEX hint for an index looks like.
+sub reindex_hint
+{
+	my ($index) = @_;
+	return qr/Rebuild the index with REINDEX INDEX \Q$index\E\./;
+}
+
+# The error report of a damaged index, with a detail pattern.
+sub damaged
+{
+	my ($index, $detail) = @_;
+	return {
+		state => 'XX002',
+		msg => qr/pmhash index "\Q$index\E" is damaged/,
+		detail => $detail,
+		hint => reindex_hint($index)
+	};
+}
+
+# SQL computing the file names of the pmhash indexes matching a condition on
+# pg_class c, computed from the relfilenode (tB_ prefix for temporary ones).
+sub files_sql
+{
+	my ($cond) = @_;
+	return qq{SELECT CASE WHEN c.relpersistence = 't'
+		THEN 't' || substring(pg_relation_filepath(c.oid) from '/t(\\d+)_\\d+\$') || '_'
+		ELSE '' END
+	 || d.oid || '_' || pg_relation_filenode(c.oid) || '.pmh'
+	FROM pg_class c JOIN pg_am a ON a.oid = c.relam, pg_database d
+	WHERE a.amname = 'pmhash' AND d.datname = current_database() AND $cond
+	ORDER BY 1};
+}
+
+# SQL computing the file name of one index.
+sub file_sql
+{
+	my ($index) = @_;
+	return files_sql("c.oid = '$index'::regclass");
+}
+
+# The postmaster's start time and the log's current length, to detect crashes later.
+sub mark
+{
+	my ($node) = @_;
+	return {
+		start => $node->safe_psql('postgres', 'SELECT pg_postmaster_start_time()'),
+		offset => -s $node->logfile
+	};
+}
+
+# Check that the server neither restarted nor logged a crash since $mark.
+sub check_alive
+{
+	my ($node, $mark, $name) = @_;
+	is($node->safe_psql('postgres', 'SELECT pg_postmaster_start_time()'),
+		$mark->{start}, "$name: server did not restart");
+	my $log = slurp_file($node->logfile, $mark->{offset});
+	unlike($log, qr/terminated by signal|was terminated|PANIC|reinitializing|TRAP:/,
+		"$name: no crash in the server log");
+}
+
+# Read $len bytes at $offset of a file.
+sub read_bytes
+{
+	my ($path, $offset, $len) = @_;
+	sysopen(my $fh, $path, O_RDONLY) or die "open $path: $!";
+	sysseek($fh, $offset, SEEK_SET) or die "seek $path: $!";
+	my $buf = '';
+	(sysread($fh, $buf, $len) // -1) == $len or die "short read of $path at $offset";
+	close $fh;
+	return $buf;
+}
+
+# Overwrite bytes at $offset of a file in place (its size does not change).
+sub write_bytes
+{
+	my ($path, $offset, $bytes) = @_;
+	my $size = -s $path;
+	sysopen(my $fh, $path, O_WRONLY) or die "open $path: $!";
+	sysseek($fh, $offset, SEEK_SET) or die "seek $path: $!";
+	(syswrite($fh, $bytes) // -1) == length $bytes or die "short write to $path";
+	close $fh;
+	die "size of $path changed" unless -s $path == $size;
+}
+
+# Replace the byte at $offset of a file by $change->(old byte value).
+sub change_byte
+{
+	my ($path, $offset, $change) = @_;
+	my $old = ord read_bytes($path, $offset, 1);
+	write_bytes($path, $offset, chr($change->($old) & 0xFF));
+}
+
+# Find a published segment in a file (one with posting blocks if asked):
+# its shard, directory entry offset, first unit, buckets and posting blocks.
+sub find_segment
+{
+	my ($path, $with_posting) = @_;
+	my $shard_bits = unpack 'V', read_bytes($path, 40, 4);
+	my $dir_unit = unpack 'Q<', read_bytes($path, 48, 8);
+	my @desc = unpack 'Q<*', read_bytes($path, $dir_unit * $UNIT, 8 << $shard_bits);
+	for my $shard (0 .. $#desc)
+	{
+		next unless $desc[$shard];
+		my $unit = $desc[$shard] & ((1 << 40) - 1);
+		my $nposting = unpack 'V', read_bytes($path, $unit * $UNIT + 44, 4);
+		next if $with_posting && $nposting == 0;
+		return {
+			shard => $shard,
+			dir_entry => $dir_unit * $UNIT + 8 * $shard,
+			unit => $unit,
+			nbuckets => $desc[$shard] >> 40,
+			nposting => $nposting
+		};
+	}
+	die "no suitable segment in $path";
+}
+
+# Start a background psql session that goes on after errors; %params go to
+# Cluster::background_psql (timeout).
+sub start_session
+{
+	my ($node, $db, %params) = @_;
+	my $s = $node->background_psql($db, on_error_stop => 0, %params);
+	$s->query('\set VERBOSITY verbose');
+	return $s;
+}
+
+# Run SQL in a background session; returns its (stdout, stderr).
+sub session_sql
+{
+	my ($s, $sql) = @_;
+	$s->{stderr} = '';
+	my $out = $s->query($sql);
+	return ($out, $s->{stderr});
+}
+
+# Run SQL in a background session; it must succeed. Returns stdout.
+sub session_ok
+{
+	my ($s, $sql, $name) = @_;
+	my ($out, $err) = session_sql($s, $sql);
+	is($err, '', "$name: no error") or diag $err;
+	return $out;
+}
+
+1;
