@@ -25,6 +25,7 @@ OBJS = \
 	src/pmvalidate.o \
 	src/pmwal.o \
 	src/core/pmh_alloc.o \
+	src/core/pmh_checksum.o \
 	src/core/pmh_codec.o \
 	src/core/pmh_crc32c.o \
 	src/core/pmh_file.o \

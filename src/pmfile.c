@@ -668,6 +668,7 @@ setup_table(PmhIndex *ix)
 	ix->table.shard_bits = ix->slot->shard_bits;
 	ix->table.file_generation = ix->slot->build_generation;
 	ix->table.dir_unit = PMH_HEADER_UNITS;
+	ix->table.checksums = ix->slot->checksums;
 }
 
 /* Read and check the metapage of an index (and its LSN, if lsn is not NULL). */
@@ -781,6 +782,9 @@ create_file(const PmhFileKey *key, Oid relid, const char *path, uint32 shard_bit
 	int			is_pmem;
 	char	   *base;
 
+	/* as PostgreSQL checks its own pages when the cluster has checksums */
+	if (DataChecksumsEnabled())
+		flags |= PMH_FILE_CHECKSUMS;
 	pmh_directory_ensure();
 	LWLockAcquire(pmh_file_lock(), LW_EXCLUSIVE);
 	if (unlink(path) != 0 && errno != ENOENT)
@@ -1050,6 +1054,7 @@ attach(Relation index, PmhIndex *ix)
 
 	slot = pmh_slot_assign(&ix->key, hdr.shard_bits);
 	slot->build_generation = hdr.build_generation;
+	slot->checksums = (hdr.flags & PMH_FILE_CHECKSUMS) != 0;
 	slot->durable = ix->key.backend == InvalidBackendId;
 	strlcpy(slot->path, path, MAXPGPATH);
 	pg_atomic_write_u64(&slot->file_units, ix->mapped_len / PMH_UNIT_SIZE);

@@ -289,8 +289,6 @@ pmhash_verify(PG_FUNCTION_ARGS)
 		err = "The file does not belong to this build of the index.";
 	if (err == NULL && !recovery && ix->mapped_len / PMH_UNIT_SIZE != file_units)
 		err = "the file length differs from what shared memory records";
-	if (err == NULL && !recovery)
-		err = verify_file(ix, file_units, msg, sizeof(msg));
 	for (uint32 s = 0; s < nshards && err == NULL; s++)
 	{
 		uint64		live;
@@ -299,6 +297,8 @@ pmhash_verify(PG_FUNCTION_ARGS)
 		err = verify_shard(ix, s, &live, msg, sizeof(msg));
 		total += live;
 	}
+	if (err == NULL && !recovery)
+		err = verify_file(ix, file_units, msg, sizeof(msg));
 	pmh_leave();
 	if (err)
 		pmh_raise_damaged(RelationGetRelationName(index), err);

@@ -110,6 +110,7 @@ typedef struct PmhSlot
 	PmhSlotState state;
 	uint64		build_generation;
 	uint32		shard_bits;
+	bool		checksums;		/* buckets and posting blocks carry checksums */
 	bool		durable;		/* false for temporary indexes */
 	uint64		last_use;		/* attach clock, for eviction */
 	pg_atomic_uint64 file_units;	/* current length of the file */
@@ -233,6 +234,7 @@ extern void pmh_insert_entry(Relation index, PmhIndex *ix, uint32 hash, ItemPoin
 extern void pmh_lookup_entries(Relation index, PmhIndex *ix, Relation heap, uint32 hash,
 							   ItemPointer *tids, int *ntids, int *maxtids);
 extern void pmh_shard_segment(PmhIndex *ix, uint32 shard, PmhSegment *seg);
+extern void pmh_raise_shard_damaged(const char *index_name, uint32 shard) pg_attribute_noreturn();
 
 /* pmwal.c */
 extern void pmh_wal_register(void);

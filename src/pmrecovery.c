@@ -5,7 +5,9 @@
  *
  * Before replay, every entry in a bucket stamped after the redo start point
  * is flagged unverified: it may be a phantom whose WAL was lost, or a torn
- * slot of a base-backup copy (see pmwal.c).  After replay, everything the
+ * slot of a base-backup copy (see pmwal.c); in a file with checksums, such
+ * buckets and posting blocks are resealed, since a crash may have kept a
+ * commit without its seal.  After replay, everything the
  * startup process changed is made durable, all shared state is dropped so
  * that normal backends re-attach with full validation, and files that
  * replay could not bring up to date are marked to be rebuilt from their
@@ -66,7 +68,8 @@ flag_file(const char *path, XLogRecPtr redo_start)
 		persist.drain = pmh_pmem_drain;
 	}
 	flagged = pmh_file_flag_unverified(base, len / PMH_UNIT_SIZE, redo_start, &persist);
-	if (!is_pmem && flagged > 0 && pmem_msync(base, len) != 0)
+	/* resealed checksums too, even where nothing was flagged */
+	if (!is_pmem && pmem_msync(base, len) != 0)
 		ereport(FATAL,
 				(errcode_for_file_access(),
 				 errmsg("could not sync pmhash file \"%s\": %m", path)));

@@ -84,6 +84,15 @@ pmh_shard_segment(PmhIndex *ix, uint32 shard, PmhSegment *seg)
 	map_segment(ix, shard, desc, nposting, seg);
 }
 
+/* Report a shard whose segment contradicts its format or its checksums. */
+void
+pmh_raise_shard_damaged(const char *index_name, uint32 shard)
+{
+	pmh_raise_damaged(index_name,
+					  psprintf("Shard %u has a bucket or posting block that disagrees with its checksum or refers outside its segment.",
+							   shard));
+}
+
 /* Raise the error of a shard that is unusable during recovery. */
 static void
 raise_broken(Relation index, uint32 shard)
@@ -185,8 +194,7 @@ pmh_insert_entry(Relation index, PmhIndex *ix, uint32 hash, ItemPointer tid)
 	if (ix->logged && (st == PMH_OK || st == PMH_PRESENT))
 		queue_insert(ix, hash, ptid, lsn);
 	if (st == PMH_CORRUPT)
-		pmh_raise_damaged(RelationGetRelationName(index),
-						  psprintf("Shard %u has an invalid posting chain reference.", shard));
+		pmh_raise_shard_damaged(RelationGetRelationName(index), shard);
 	if (st == PMH_FULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
@@ -277,6 +285,9 @@ pmh_lookup_entries(Relation index, PmhIndex *ix, Relation heap, uint32 hash,
 		pmh_shard_segment(ix, shard, &seg);
 		st = pmh_lookup(&seg, hash, collect_tids, &c);
 		LWLockRelease(lock);
+		/* with writers locked out, only a checksum mismatch keeps a bucket busy */
+		if (st == PMH_BUSY)
+			st = PMH_CORRUPT;
 	}
 	if (c.nunverified > 0)
 	{
@@ -293,6 +304,5 @@ pmh_lookup_entries(Relation index, PmhIndex *ix, Relation heap, uint32 hash,
 	*ntids = c.ntids;
 	*maxtids = c.maxtids;
 	if (st == PMH_CORRUPT)
-		pmh_raise_damaged(RelationGetRelationName(index),
-						  psprintf("Shard %u has an invalid posting chain reference.", shard));
+		pmh_raise_shard_damaged(RelationGetRelationName(index), shard);
 }

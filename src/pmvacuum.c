@@ -123,18 +123,19 @@ vacuum_shard(PmhIndex *ix, uint32 shard, VacuumState *vs)
 	ix->logged ? note_removed : NULL, vs};
 	uint64		removed = 0;
 	PmhSegment	seg;
+	PmhStatus	st = PMH_OK;
 
 	LWLockAcquire(lock, LW_EXCLUSIVE);
 	pmh_shard_segment(ix, shard, &seg);
 	if (seg.unit != 0)
 	{
 		vs->nremoved = 0;
-		removed = pmh_bulk_delete(&seg, &ops, ix->logged ? GetXLogInsertRecPtr() : 0,
-								  &ix->persist, &state->counts);
+		st = pmh_bulk_delete(&seg, &ops, ix->logged ? GetXLogInsertRecPtr() : 0,
+							 &ix->persist, &state->counts, &removed);
 		if (vs->nremoved > 0)
 			pmh_log_delete(&ix->node, shard, vs->removed, vs->nremoved);
-		if (state->counts.entries == 0 ||
-			pmh_needs_shrink(&state->counts, &seg))
+		if (st == PMH_OK &&
+			(state->counts.entries == 0 || pmh_needs_shrink(&state->counts, &seg)))
 		{
 			if (pmh_table_rebuild(&ix->table, &seg, NULL, 0, 0, PMH_REBUILD_FILL, 0,
 								  &state->counts) != PMH_OK)
@@ -143,6 +144,9 @@ vacuum_shard(PmhIndex *ix, uint32 shard, VacuumState *vs)
 		}
 	}
 	LWLockRelease(lock);
+	/* what was removed elsewhere in the shard is logged; the damage stays */
+	if (st == PMH_CORRUPT)
+		pmh_raise_shard_damaged(RelationGetRelationName(vs->index), shard);
 	return removed;
 }
 

@@ -32,7 +32,7 @@
  * server: a standby holds the same entries as its primary, not the same
  * bytes.
  *
- * The five hazards:
+ * The six hazards:
  * 1. Stores durable ahead of their WAL.  After a crash the file can hold
  *	  entries whose records were lost (phantoms: TIDs of heap tuples that
  *	  never became durable, possibly past the heap's end).  When redo starts,
@@ -69,6 +69,16 @@
  *	  records for it.  A shard still broken when recovery ends, or a file
  *	  missing for an index that exists, is rebuilt from the heap by the
  *	  first backend that opens it, with a LOG line.
+ * 6. Checksums torn from their units (files with PMH_FILE_CHECKSUMS).  A
+ *	  writer stamps a bucket, stores its commit word, then its checksum,
+ *	  all in the bucket's first cache line, so a crash keeps a prefix of
+ *	  them.  A posting block is resealed after the bucket referring to its
+ *	  chain is stamped and durable (appends), or after its own stamped
+ *	  first line is durable (VACUUM).  So a unit whose checksum a crash
+ *	  separated from its content is stamped after the redo point or lies
+ *	  in a chain referred to from such a bucket, and recovery reseals
+ *	  exactly those before replay (pmh_flag_unverified); any other mismatch
+ *	  is damage.
  *
  * What each path survives: on DAX (fs-DAX mounted with MAP_SYNC, or Device
  * DAX) every acknowledged commit survives a PostgreSQL crash, an OS crash
@@ -404,10 +414,13 @@ redo_delete(XLogReaderState *record)
 	if (!state->broken)
 	{
 		PmhSegment	seg;
+		uint64		removed;
 
 		pmh_shard_segment(ix, xlrec->shard, &seg);
-		if (seg.unit != 0)
-			pmh_bulk_delete(&seg, &ops, record->EndRecPtr, &ix->persist, &state->counts);
+		if (seg.unit != 0 &&
+			pmh_bulk_delete(&seg, &ops, record->EndRecPtr, &ix->persist, &state->counts,
+							&removed) != PMH_OK)
+			state->broken = true;
 	}
 	LWLockRelease(pmh_shard_lock(ix->slot, xlrec->shard));
 	pmh_leave();

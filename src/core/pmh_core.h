@@ -36,8 +36,10 @@ typedef enum PmhStatus
 	PMH_OK = 0,
 	PMH_PRESENT,				/* the entry was there already */
 	PMH_FULL,					/* no room within reach: rebuild the shard */
-	PMH_BUSY,					/* a bucket kept changing: retry under lock */
-	PMH_CORRUPT					/* the segment contradicts its own format */
+	PMH_BUSY,					/* a bucket kept changing, or disagreeing with its
+								 * checksum: retry under lock */
+	PMH_CORRUPT					/* the segment contradicts its own format or
+								 * checksums */
 } PmhStatus;
 
 /*
@@ -121,6 +123,7 @@ typedef struct PmhSegment
 	uint32_t	nbuckets;
 	uint32_t	nposting;
 	uint64_t	limit;			/* units mapped from base on (bounds chain reads) */
+	uint64_t	checksum_seed;	/* nonzero: buckets and posting blocks carry checksums */
 } PmhSegment;
 
 /*
@@ -205,6 +208,7 @@ typedef struct PmhTable
 	uint32_t	shard_bits;
 	uint64_t	file_generation;
 	uint64_t	dir_unit;
+	int			checksums;		/* the file keeps checksums (PMH_FILE_CHECKSUMS) */
 } PmhTable;
 
 /* Show readers of a mirror entry a new segment (0 and 0: none). */
@@ -263,7 +267,14 @@ extern size_t pmh_encode_entries(const PmhEntry *entries, uint64_t count, int wi
 extern int	pmh_decode_entries(const uint8_t *data, size_t len, uint64_t count, int with_hash,
 							   PmhEntry *out);
 
+/* pmh_checksum.c */
+extern uint32_t pmh_bucket_checksum(const PmhSegment *seg, const PmhBucket *bucket, uint32_t b,
+									uint64_t commit);
+extern uint16_t pmh_posting_checksum(const PmhSegment *seg, const PmhPosting *blk,
+									 uint64_t rel_unit, uint64_t commit);
+
 /* pmh_crc32c.c */
+extern uint32_t pmh_crc32c_extend(uint32_t crc, const void *data, size_t len);
 extern uint32_t pmh_crc32c(const void *data, size_t len);
 
 /* pmh_match.c */
@@ -292,15 +303,16 @@ extern PmhStatus pmh_insert(const PmhSegment *seg, uint32_t hash, PmhTid tid,
 							uint64_t lsn, const PmhPersist *persist, PmhInsertMode mode,
 							uint64_t since, unsigned *effects);
 extern int	pmh_contains(const PmhSegment *seg, uint32_t hash, PmhTid tid);
-extern uint64_t pmh_bulk_delete(const PmhSegment *seg, const PmhDeleteOps *ops,
-								uint64_t lsn, const PmhPersist *persist,
-								PmhCounts *remaining);
+extern PmhStatus pmh_bulk_delete(const PmhSegment *seg, const PmhDeleteOps *ops,
+								 uint64_t lsn, const PmhPersist *persist,
+								 PmhCounts *remaining, uint64_t *removed);
 extern uint64_t pmh_flag_unverified(const PmhSegment *seg, uint64_t after_lsn,
 									const PmhPersist *persist);
 
 /* pmh_rebuild.c */
 extern void pmh_segment_count(const PmhSegment *seg, PmhCounts *counts);
 extern uint64_t pmh_segment_capacity(const PmhSegment *seg);
+#define PMH_COLLECT_DAMAGED		UINT64_MAX	/* pmh_segment_collect: checksum mismatch */
 extern uint64_t pmh_segment_collect(const PmhSegment *seg, PmhEntry *out, uint64_t capacity,
 									uint64_t *max_lsn);
 extern int	pmh_entry_cmp(const void *a, const void *b);
@@ -309,7 +321,8 @@ extern PmhLayout pmh_plan_layout(const PmhEntry *sorted, uint64_t count, double 
 extern uint64_t pmh_layout_units(const PmhLayout *layout);
 extern void pmh_segment_write(char *dst, const PmhLayout *layout, const PmhEntry *sorted,
 							  uint64_t count, uint32_t shard, uint32_t shard_bits,
-							  uint64_t file_generation, uint64_t generation, uint64_t lsn);
+							  uint64_t file_generation, uint64_t checksum_seed,
+							  uint64_t generation, uint64_t lsn);
 extern int	pmh_needs_growth(uint64_t slots, uint32_t nbuckets);
 extern int	pmh_needs_shrink(const PmhCounts *counts, const PmhSegment *seg);
 

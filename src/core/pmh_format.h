@@ -96,7 +96,8 @@ typedef struct PmhBucket
 	uint64_t	commit;			/* valid bits, overflow bit, sequence */
 	uint64_t	unverified;		/* slots to check against the heap */
 	uint64_t	lsn;			/* WAL position of the last logged change */
-	uint64_t	reserved;
+	uint32_t	checksum;		/* of the valid slots (PMH_FILE_CHECKSUMS) */
+	uint32_t	reserved;
 	uint16_t	tag[PMH_BUCKET_SLOTS];	/* low 16 bits of each slot's code */
 	PmhTid		slot[PMH_BUCKET_SLOTS]; /* TID; code's high 7 bits atop the
 										 * offset */
@@ -116,7 +117,7 @@ typedef struct PmhPosting
 	uint16_t	nblocks;		/* first block only: blocks in the chain */
 	uint16_t	cursor;			/* first block only: first block with room */
 	PmhTid		tid[PMH_POSTING_SLOTS];
-	uint16_t	pad;
+	uint16_t	checksum;		/* of the valid TIDs (PMH_FILE_CHECKSUMS) */
 } PmhPosting;
 
 typedef struct PmhSegmentHeader
@@ -163,6 +164,7 @@ typedef struct PmhFileHeader
 
 #define PMH_FILE_UNLOGGED		0x0001
 #define PMH_FILE_TEMP			0x0002
+#define PMH_FILE_CHECKSUMS		0x0004	/* buckets and posting blocks carry checksums */
 
 /* mutable state bits of the file header */
 #define PMH_STATE_NEEDS_REBUILD	UINT64_C(0x0001)	/* rebuild from the heap on open */

@@ -77,6 +77,59 @@ pmh_sync(const PmhPersist *p)
 		pmh_drain(p);
 }
 
+/* Number of a bucket within its segment. */
+static inline uint32_t
+pmh_bucket_number(const PmhSegment *seg, const PmhBucket *bucket)
+{
+	return (uint32_t) (((const char *) bucket - seg->base) / PMH_UNIT_SIZE - 1);
+}
+
+/* Unit of a posting block relative to its segment. */
+static inline uint64_t
+pmh_posting_unit(const PmhSegment *seg, const PmhPosting *blk)
+{
+	return (uint64_t) ((const char *) blk - seg->base) / PMH_UNIT_SIZE;
+}
+
+/* Whether a bucket agrees with its checksum as of a commit word (always, without checksums). */
+static inline int
+pmh_bucket_sound(const PmhSegment *seg, const PmhBucket *bucket, uint64_t commit)
+{
+	return seg->checksum_seed == 0 ||
+		bucket->checksum == pmh_bucket_checksum(seg, bucket, pmh_bucket_number(seg, bucket),
+												commit);
+}
+
+/* Whether a posting block agrees with its checksum as of a commit word. */
+static inline int
+pmh_posting_sound(const PmhSegment *seg, const PmhPosting *blk, uint64_t commit)
+{
+	return seg->checksum_seed == 0 ||
+		blk->checksum == pmh_posting_checksum(seg, blk, pmh_posting_unit(seg, blk), commit);
+}
+
+/* Store a bucket's checksum after a change (the caller flushes its first line). */
+static inline void
+pmh_bucket_seal(const PmhSegment *seg, PmhBucket *bucket)
+{
+	if (seg->checksum_seed != 0)
+		bucket->checksum = pmh_bucket_checksum(seg, bucket, pmh_bucket_number(seg, bucket),
+											   bucket->commit);
+}
+
+/* Store a posting block's checksum after a change, and flush it. */
+static inline void
+pmh_posting_seal(const PmhSegment *seg, PmhPosting *blk, const PmhPersist *persist)
+{
+	if (seg->checksum_seed == 0)
+		return;
+	blk->checksum = pmh_posting_checksum(seg, blk, pmh_posting_unit(seg, blk), blk->commit);
+	pmh_flush(persist, &blk->checksum, sizeof(uint16_t));
+}
+
+/* Bytes of a bucket's first line that a commit changes: commit word to checksum. */
+#define PMH_BUCKET_COMMIT_BYTES (offsetof(PmhBucket, checksum) + sizeof(uint32_t))
+
 /* Keep the slots of tag_mask whose high code bits match too. */
 static inline uint32_t
 pmh_filter_code(const PmhBucket *bucket, uint32_t tag_mask, uint32_t code)

@@ -5,7 +5,12 @@
  *
  * A lookup takes no lock.  For each bucket of the key's run it reads the
  * commit word, copies the matching slots, and reads the commit word again;
- * if it changed, a writer was at work and the bucket is read again.  Only
+ * if it changed, a writer was at work and the bucket is read again.  In a
+ * file with checksums the bucket must also agree with its checksum as of
+ * that commit word; a disagreement is read again too, since a writer seals
+ * just after its commit, and after PMH_LOOKUP_RETRIES attempts the lookup
+ * returns PMH_BUSY, so that the caller retries with writers locked out,
+ * where a disagreement can only be damage.  Only
  * validated copies reach the caller's sink.  Chains of posting blocks are
  * read the same way, block by block.  A run ends at the first bucket whose
  * overflow bit is clear.
@@ -51,7 +56,7 @@ typedef struct BatchKey
 
 /* Deliver every valid TID of a posting chain to the sink. */
 static PmhStatus
-lookup_chain(const PmhPosting *first, PmhTidSink sink, void *arg)
+lookup_chain(const PmhSegment *seg, const PmhPosting *first, PmhTidSink sink, void *arg)
 {
 	PmhTid		copy[PMH_POSTING_SLOTS];
 
@@ -78,7 +83,7 @@ lookup_chain(const PmhPosting *first, PmhTidSink sink, void *arg)
 				unverified |= ((flags >> i) & 1) << n;
 				copy[n++] = blk->tid[i];
 			}
-			if (pmh_reload(&blk->commit) == c1)
+			if (pmh_reload(&blk->commit) == c1 && pmh_posting_sound(seg, blk, c1))
 				break;
 			if (++attempt > PMH_LOOKUP_RETRIES)
 				return PMH_BUSY;
@@ -142,7 +147,7 @@ lookup_from(const PmhSegment *seg, uint32_t code, uint32_t b, PmhTidSink sink, v
 			if (c1 & PMH_OVERFLOW_BIT)
 				__builtin_prefetch(pmh_bucket(seg, pmh_next_bucket(b, nbuckets)), 0, 3);
 			copy_slots(bucket, pmh_match_tags(bucket->tag, tag) & (uint32_t) c1, code, &copy);
-			if (pmh_reload(&bucket->commit) == c1)
+			if (pmh_reload(&bucket->commit) == c1 && pmh_bucket_sound(seg, bucket, c1))
 				break;
 			if (++attempt > PMH_LOOKUP_RETRIES)
 				return PMH_BUSY;
@@ -156,7 +161,7 @@ lookup_from(const PmhSegment *seg, uint32_t code, uint32_t b, PmhTidSink sink, v
 
 			if (first == NULL)
 				return PMH_CORRUPT;
-			st = lookup_chain(first, sink, arg);
+			st = lookup_chain(seg, first, sink, arg);
 			if (st != PMH_OK)
 				return st;
 		}
@@ -242,7 +247,8 @@ stage_deliver(const BatchKey *key, const PmhSegment *seg, uint32_t hash,
 	if (bucket == NULL)
 		return PMH_OK;
 	copy_slots(bucket, key->mask, key->code, &copy);
-	if (copy.nrefs > 0 || pmh_reload(&bucket->commit) != key->commit)
+	if (copy.nrefs > 0 || pmh_reload(&bucket->commit) != key->commit ||
+		!pmh_bucket_sound(seg, bucket, key->commit))
 		return pmh_lookup(seg, hash, sink, arg);
 	if (copy.ntids > 0)
 		sink(arg, copy.tids, copy.ntids, copy.unverified);

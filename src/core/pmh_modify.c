@@ -92,17 +92,21 @@ confirm(uint64_t suspect, const PmhTid *tids, uint64_t *unverified, PmhTid tid,
 	return 0;
 }
 
-/* Whether a chain holds the entry looked out for, as confirm() says. */
+/* Whether a chain holds the entry looked out for, as confirm() says; -1: damaged. */
 static int
-chain_holds(PmhPosting *first, const Lookout *look, const PmhPersist *persist)
+chain_holds(const PmhSegment *seg, PmhPosting *first, const Lookout *look,
+			const PmhPersist *persist)
 {
 	for (uint32_t j = 0; j < first->nblocks; j++)
 	{
 		PmhPosting *blk = first + j;
 		uint64_t	valid = blk->commit & PMH_POSTING_VALID_MASK;
-		int			found = confirm(suspects(look, valid, blk->unverified, blk->lsn),
-									blk->tid, &blk->unverified, look->tid, persist);
+		int			found;
 
+		if (!pmh_posting_sound(seg, blk, blk->commit))
+			return -1;
+		found = confirm(suspects(look, valid, blk->unverified, blk->lsn), blk->tid,
+						&blk->unverified, look->tid, persist);
 		if (found)
 			return found;
 	}
@@ -131,6 +135,11 @@ scan_run(const PmhSegment *seg, uint32_t code, int want_chain, const Lookout *lo
 		uint64_t	c = bucket->commit;
 		uint32_t	valid = (uint32_t) (c & PMH_VALID_MASK);
 
+		if (!pmh_bucket_sound(seg, bucket, c))
+		{
+			rs->corrupt = 1;
+			return;
+		}
 		if (rs->free_bucket == NO_BUCKET && valid != PMH_VALID_MASK)
 			rs->free_bucket = b;
 		if (want_chain)
@@ -183,10 +192,10 @@ pmh_prefetch_insert(const PmhSegment *seg, uint32_t hash)
 		__builtin_prefetch(bucket + line, 1, 3);
 }
 
-/* Write an entry into a free slot of a bucket and commit it. */
+/* Write an entry into a free slot of a bucket, commit it and seal it. */
 static void
-commit_slot(PmhBucket *bucket, uint32_t code, PmhTid tid, uint16_t flags,
-			uint64_t lsn, const PmhPersist *persist)
+commit_slot(const PmhSegment *seg, PmhBucket *bucket, uint32_t code, PmhTid tid,
+			uint16_t flags, uint64_t lsn, const PmhPersist *persist)
 {
 	uint64_t	c = bucket->commit;
 	int			i = __builtin_ctzll(~c & PMH_VALID_MASK);
@@ -203,7 +212,8 @@ commit_slot(PmhBucket *bucket, uint32_t code, PmhTid tid, uint16_t flags,
 	if (lsn > bucket->lsn)
 		bucket->lsn = lsn;
 	pmh_store_release(&bucket->commit, (c | bit) + PMH_SEQ_ONE);
-	pmh_flush(persist, &bucket->commit, 3 * sizeof(uint64_t));
+	pmh_bucket_seal(seg, bucket);
+	pmh_flush(persist, &bucket->commit, PMH_BUCKET_COMMIT_BYTES);
 	pmh_drain(persist);
 }
 
@@ -221,7 +231,7 @@ place_entry(const PmhSegment *seg, const RunScan *rs, uint32_t code, PmhTid tid,
 
 	if (rs->free_bucket != NO_BUCKET)
 	{
-		commit_slot(pmh_bucket(seg, rs->free_bucket), code, tid, flags, lsn, persist);
+		commit_slot(seg, pmh_bucket(seg, rs->free_bucket), code, tid, flags, lsn, persist);
 		return PMH_OK;
 	}
 	if (rs->end_bucket == NO_BUCKET)
@@ -230,8 +240,13 @@ place_entry(const PmhSegment *seg, const RunScan *rs, uint32_t code, PmhTid tid,
 	b = rs->end_bucket;
 	for (uint32_t d = 1; d <= max_extend && rs->end_distance + d < nbuckets; d++)
 	{
+		PmhBucket  *next;
+
 		b = pmh_next_bucket(b, nbuckets);
-		if ((pmh_bucket(seg, b)->commit & PMH_VALID_MASK) != PMH_VALID_MASK)
+		next = pmh_bucket(seg, b);
+		if (!pmh_bucket_sound(seg, next, next->commit))
+			return PMH_CORRUPT;
+		if ((next->commit & PMH_VALID_MASK) != PMH_VALID_MASK)
 		{
 			target = b;
 			break;
@@ -245,17 +260,27 @@ place_entry(const PmhSegment *seg, const RunScan *rs, uint32_t code, PmhTid tid,
 	{
 		PmhBucket  *passed = pmh_bucket(seg, b);
 
+		/* stamped first, so that recovery reseals it if the seal is lost */
+		if (lsn > passed->lsn)
+			passed->lsn = lsn;
 		pmh_store_release(&passed->commit,
 						  (passed->commit | PMH_OVERFLOW_BIT) + PMH_SEQ_ONE);
-		pmh_flush(persist, &passed->commit, sizeof(uint64_t));
+		pmh_bucket_seal(seg, passed);
+		pmh_flush(persist, &passed->commit, PMH_BUCKET_COMMIT_BYTES);
 	}
-	commit_slot(pmh_bucket(seg, target), code, tid, flags, lsn, persist);
+	commit_slot(seg, pmh_bucket(seg, target), code, tid, flags, lsn, persist);
 	return PMH_OK;
 }
 
-/* Append a TID to a posting chain; 0 if the chain is full. */
+/*
+ * Append a TID to a posting chain; 0 if the chain is full, -1 if a block
+ * disagrees with its checksum.  The bucket holding the chain's reference is
+ * stamped and durable before the block changes, so that recovery reseals
+ * the chain if the block's seal is lost in a crash.
+ */
 static int
-chain_append(PmhPosting *first, PmhTid tid, uint64_t lsn, const PmhPersist *persist)
+chain_append(const PmhSegment *seg, PmhPosting *first, PmhTid tid, uint64_t lsn,
+			 const PmhPersist *persist)
 {
 	for (uint32_t j = first->cursor; j < first->nblocks; j++)
 	{
@@ -266,6 +291,8 @@ chain_append(PmhPosting *first, PmhTid tid, uint64_t lsn, const PmhPersist *pers
 
 		if (free_bits == 0)
 			continue;
+		if (!pmh_posting_sound(seg, blk, c))
+			return -1;
 		i = __builtin_ctzll(free_bits);
 		blk->tid[i] = tid;
 		pmh_flush(persist, &blk->tid[i], sizeof(PmhTid));
@@ -275,6 +302,7 @@ chain_append(PmhPosting *first, PmhTid tid, uint64_t lsn, const PmhPersist *pers
 			blk->lsn = lsn;
 		pmh_store_release(&blk->commit, (c | (UINT64_C(1) << i)) + PMH_POSTING_SEQ_ONE);
 		pmh_flush(persist, &blk->commit, 3 * sizeof(uint64_t));
+		pmh_posting_seal(seg, blk, persist);
 		pmh_drain(persist);
 		first->cursor = (uint16_t) j;
 		return 1;
@@ -309,7 +337,9 @@ pmh_insert(const PmhSegment *seg, uint32_t hash, PmhTid tid, uint64_t lsn,
 	if (!rs.present && rs.chain &&
 		(rs.chain_unverified ||
 		 (mode == PMH_INSERT_IF_ABSENT && rs.chain_bucket->lsn >= since)))
-		rs.present = chain_holds(rs.chain, &look, persist);
+		rs.present = chain_holds(seg, rs.chain, &look, persist);
+	if (rs.present < 0)
+		return PMH_CORRUPT;
 	if (rs.present)
 	{
 		if (rs.present == 2)
@@ -325,8 +355,13 @@ pmh_insert(const PmhSegment *seg, uint32_t hash, PmhTid tid, uint64_t lsn,
 			rs.chain_bucket->lsn = lsn;
 			pmh_flush(persist, &rs.chain_bucket->lsn, sizeof(uint64_t));
 		}
-		if (chain_append(rs.chain, tid, lsn, persist))
-			return PMH_OK;
+		switch (chain_append(seg, rs.chain, tid, lsn, persist))
+		{
+			case 1:
+				return PMH_OK;
+			case -1:
+				return PMH_CORRUPT;
+		}
 	}
 	*effects = PMH_USED_SLOT;
 	return place_entry(seg, &rs, code, tid, 0, lsn, persist, PMH_MAX_PROBE);
@@ -520,17 +555,31 @@ chain_has_unverified(const PmhPosting *first)
 
 /*
  * Bulk-delete within one bucket (after the posting blocks, so that the
- * unverified bit of a chain reference can follow its chain).
+ * unverified bit of a chain reference can follow its chain).  A bucket that
+ * disagrees with its checksum is left as it is: *damaged is set.
  */
 static uint64_t
 bucket_delete(const PmhSegment *seg, PmhBucket *bucket, const PmhDeleteOps *ops,
-			  uint64_t lsn, const PmhPersist *persist, PmhCounts *left)
+			  uint64_t lsn, const PmhPersist *persist, PmhCounts *left, int *damaged)
 {
 	SlotGroup	g = {&bucket->commit, &bucket->unverified, &bucket->lsn, bucket, NULL, 0,
 		seg->shard, seg->shard_bits, PMH_VALID_MASK, PMH_SEQ_ONE};
-	uint64_t	removed = group_delete(&g, ops, lsn, persist, left);
-	uint64_t	refs = bucket->unverified & bucket->commit & PMH_VALID_MASK;
+	uint64_t	c = bucket->commit;
+	uint64_t	removed;
+	uint64_t	refs;
 
+	if (!pmh_bucket_sound(seg, bucket, c))
+	{
+		*damaged = 1;
+		return 0;
+	}
+	removed = group_delete(&g, ops, lsn, persist, left);
+	if (bucket->commit != c)
+	{
+		pmh_bucket_seal(seg, bucket);
+		pmh_flush(persist, &bucket->commit, PMH_BUCKET_COMMIT_BYTES);
+	}
+	refs = bucket->unverified & bucket->commit & PMH_VALID_MASK;
 	for (; refs; refs &= refs - 1)
 	{
 		int			i = __builtin_ctzll(refs);
@@ -551,31 +600,51 @@ bucket_delete(const PmhSegment *seg, PmhBucket *bucket, const PmhDeleteOps *ops,
 	return removed;
 }
 
-/* Bulk-delete within one posting block. */
+/*
+ * Bulk-delete within one posting block; as bucket_delete for a block that
+ * disagrees with its checksum.  The block's first line (stamp and commit
+ * word) is durable before its seal, so that a crash never leaves a new seal
+ * over an old commit that recovery would not reseal.
+ */
 static uint64_t
-posting_delete(PmhPosting *blk, const PmhDeleteOps *ops, uint64_t lsn,
-			   const PmhPersist *persist, PmhCounts *left)
+posting_delete(const PmhSegment *seg, PmhPosting *blk, const PmhDeleteOps *ops, uint64_t lsn,
+			   const PmhPersist *persist, PmhCounts *left, int *damaged)
 {
 	SlotGroup	g = {&blk->commit, &blk->unverified, &blk->lsn, NULL, blk->tid, blk->hash,
 		0, 0, PMH_POSTING_VALID_MASK, PMH_POSTING_SEQ_ONE};
+	uint64_t	c = blk->commit;
+	uint64_t	removed;
 
-	return group_delete(&g, ops, lsn, persist, left);
+	if (!pmh_posting_sound(seg, blk, c))
+	{
+		*damaged = 1;
+		return 0;
+	}
+	removed = group_delete(&g, ops, lsn, persist, left);
+	if (blk->commit != c && seg->checksum_seed != 0)
+	{
+		pmh_drain(persist);
+		pmh_posting_seal(seg, blk, persist);
+	}
+	return removed;
 }
 
 /*
  * Delete every entry the callbacks condemn, with one commit store per
- * changed bucket or posting block and one fence at the end.  Returns the
- * number deleted; *remaining gets what is left.
+ * changed bucket or posting block and one fence at the end.  *removed gets
+ * the number deleted, *remaining what is left.  PMH_CORRUPT if a bucket or
+ * posting block disagreed with its checksum: it was left unchanged.
  */
-uint64_t
+PmhStatus
 pmh_bulk_delete(const PmhSegment *seg, const PmhDeleteOps *ops, uint64_t lsn,
-				const PmhPersist *persist, PmhCounts *remaining)
+				const PmhPersist *persist, PmhCounts *remaining, uint64_t *removed)
 {
-	uint64_t	removed = 0;
 	uint32_t	nposting = seg->nposting;
 	PmhPosting *first = NULL;
 	uint32_t	head = 0;
+	int			damaged = 0;
 
+	*removed = 0;
 	remaining->entries = remaining->slots = remaining->unverified = remaining->max_lsn = 0;
 	for (uint32_t j = 0; j < nposting; j++)
 	{
@@ -587,22 +656,26 @@ pmh_bulk_delete(const PmhSegment *seg, const PmhDeleteOps *ops, uint64_t lsn,
 			head = j;
 			first = blk;
 		}
-		gone = posting_delete(blk, ops, lsn, persist, remaining);
+		gone = posting_delete(seg, blk, ops, lsn, persist, remaining, &damaged);
 		/* let appends reuse the freed slots */
 		if (gone && j - head < first->cursor)
 			first->cursor = (uint16_t) (j - head);
-		removed += gone;
+		*removed += gone;
 	}
 	for (uint32_t b = 0; b < seg->nbuckets; b++)
-		removed += bucket_delete(seg, pmh_bucket(seg, b), ops, lsn, persist, remaining);
+		*removed += bucket_delete(seg, pmh_bucket(seg, b), ops, lsn, persist, remaining,
+								  &damaged);
 	pmh_drain(persist);
-	return removed;
+	return damaged ? PMH_CORRUPT : PMH_OK;
 }
 
 /*
  * Flag as unverified every entry of the buckets changed after after_lsn,
  * with the chains they reference: after a crash these may be phantoms whose
- * WAL was lost, or torn copies of a base backup.  Returns the number flagged.
+ * WAL was lost, or torn copies of a base backup.  In a file with checksums,
+ * reseal them, and every posting block changed after after_lsn: a crash may
+ * have kept a commit word without its seal, or a seal without its commit
+ * (see chain_append and posting_delete).  Returns the number flagged.
  */
 uint64_t
 pmh_flag_unverified(const PmhSegment *seg, uint64_t after_lsn, const PmhPersist *persist)
@@ -615,8 +688,10 @@ pmh_flag_unverified(const PmhSegment *seg, uint64_t after_lsn, const PmhPersist 
 		uint64_t	valid = bucket->commit & PMH_VALID_MASK;
 		uint64_t	refs = 0;
 
-		if (bucket->lsn <= after_lsn || valid == 0)
+		if (bucket->lsn <= after_lsn)
 			continue;
+		pmh_bucket_seal(seg, bucket);
+		pmh_flush(persist, &bucket->commit, PMH_BUCKET_COMMIT_BYTES);
 		for (uint64_t v = valid; v; v &= v - 1)
 		{
 			int			i = __builtin_ctzll(v);
@@ -642,8 +717,16 @@ pmh_flag_unverified(const PmhSegment *seg, uint64_t after_lsn, const PmhPersist 
 				flagged += __builtin_popcountll(pvalid & ~blk->unverified);
 				blk->unverified |= pvalid;
 				pmh_flush(persist, &blk->unverified, sizeof(uint64_t));
+				pmh_posting_seal(seg, blk, persist);
 			}
 		}
+	}
+	for (uint32_t j = 0; j < seg->nposting && seg->checksum_seed != 0; j++)
+	{
+		PmhPosting *blk = pmh_posting(seg, (uint64_t) seg->nbuckets + 1 + j);
+
+		if (blk->lsn > after_lsn)
+			pmh_posting_seal(seg, blk, persist);
 	}
 	pmh_drain(persist);
 	return flagged;

@@ -79,7 +79,8 @@ pmh_segment_capacity(const PmhSegment *seg)
 /*
  * Copy every live entry of a segment into out (at most capacity of them),
  * and its highest bucket LSN into *max_lsn.  Returns the number of live
- * entries.
+ * entries, or PMH_COLLECT_DAMAGED if a bucket or posting block disagrees
+ * with its checksum (a rebuild must not make damage look sound).
  */
 uint64_t
 pmh_segment_collect(const PmhSegment *seg, PmhEntry *out, uint64_t capacity,
@@ -95,6 +96,8 @@ pmh_segment_collect(const PmhSegment *seg, PmhEntry *out, uint64_t capacity,
 		const PmhBucket *bucket = pmh_bucket(seg, b);
 		uint64_t	valid = bucket->commit & PMH_VALID_MASK;
 
+		if (!pmh_bucket_sound(seg, bucket, bucket->commit))
+			return PMH_COLLECT_DAMAGED;
 		if (bucket->lsn > *max_lsn)
 			*max_lsn = bucket->lsn;
 		while (valid)
@@ -119,6 +122,8 @@ pmh_segment_collect(const PmhSegment *seg, PmhEntry *out, uint64_t capacity,
 		const PmhPosting *blk = pmh_posting(seg, (uint64_t) seg->nbuckets + 1 + j);
 		uint64_t	valid = blk->commit & PMH_POSTING_VALID_MASK;
 
+		if (!pmh_posting_sound(seg, blk, blk->commit))
+			return PMH_COLLECT_DAMAGED;
 		hash = blk->hash;
 		while (valid)
 		{
@@ -413,12 +418,13 @@ write_chains(const PmhSegment *seg, uint32_t *cursor, uint64_t next_unit,
 /*
  * Write a segment image for sorted, distinct entries with canonical hashes
  * into dst, which must span pmh_layout_units(layout) units that no reader
- * can see.
+ * can see; checksum_seed nonzero: seal every bucket and posting block.
  */
 void
 pmh_segment_write(char *dst, const PmhLayout *layout, const PmhEntry *sorted,
 				  uint64_t count, uint32_t shard, uint32_t shard_bits,
-				  uint64_t file_generation, uint64_t generation, uint64_t lsn)
+				  uint64_t file_generation, uint64_t checksum_seed, uint64_t generation,
+				  uint64_t lsn)
 {
 	PmhSegment	seg = {.base = dst, .shard = shard, .shard_bits = shard_bits,
 		.nbuckets = layout->nbuckets, .nposting = layout->nposting,
@@ -458,6 +464,11 @@ pmh_segment_write(char *dst, const PmhLayout *layout, const PmhEntry *sorted,
 	/* the sequence numbers start at zero; placement bumped them */
 	for (uint32_t b = 0; b < layout->nbuckets; b++)
 		pmh_bucket(&seg, b)->commit &= PMH_SEQ_ONE - 1;
+	seg.checksum_seed = checksum_seed;
+	for (uint32_t b = 0; b < layout->nbuckets; b++)
+		pmh_bucket_seal(&seg, pmh_bucket(&seg, b));
+	for (uint32_t j = 0; j < layout->nposting; j++)
+		pmh_posting_seal(&seg, pmh_posting(&seg, (uint64_t) layout->nbuckets + 1 + j), NULL);
 	hdr->checksum = pmh_segment_checksum(hdr);
 }
 

@@ -56,6 +56,7 @@ pmh_table_segments(const PmhTable *t, const uint32_t *shards, const uint64_t *de
 		segs[k].nbuckets = unit == 0 ? 0 : pmh_desc_nbuckets(descs[k]);
 		segs[k].nposting = unit == 0 ? 0 : npostings[k];
 		segs[k].limit = mapped > unit ? mapped - unit : 0;
+		segs[k].checksum_seed = t->checksums ? t->file_generation : 0;
 	}
 }
 
@@ -120,7 +121,7 @@ rebuild_shard(const PmhTable *t, const PmhSegment *seg, const PmhEntry *extra,
 	scratch = ops->alloc_memory(ops->arg, (total ? total : 1) * sizeof(PmhEntry));
 	if (seg->unit != 0 && !replace)
 		n = pmh_segment_collect(seg, work, total - nextra, &old_max_lsn);
-	if (n + nextra > total)
+	if (n == PMH_COLLECT_DAMAGED || n + nextra > total)
 	{
 		ops->free_memory(ops->arg, scratch);
 		ops->free_memory(ops->arg, work);
@@ -161,7 +162,8 @@ rebuild_shard(const PmhTable *t, const PmhSegment *seg, const PmhEntry *extra,
 		char	   *dst = unit_address(t, unit);
 
 		pmh_segment_write(dst, &layout, work, n, seg->shard, t->shard_bits,
-						  t->file_generation, generation, lsn);
+						  t->file_generation, t->checksums ? t->file_generation : 0,
+						  generation, lsn);
 		pmh_flush(t->persist, dst, pmh_layout_units(&layout) * PMH_UNIT_SIZE);
 		pmh_sync(t->persist);
 		/* what pmh_segment_count would find in the image just written */
@@ -393,6 +395,7 @@ pmh_file_flag_unverified(char *base, uint64_t file_units, uint64_t after_lsn,
 	t.shard_bits = hdr.shard_bits;
 	t.file_generation = hdr.build_generation;
 	t.dir_unit = hdr.dir_unit;
+	t.checksums = (hdr.flags & PMH_FILE_CHECKSUMS) != 0;
 	dir = (const uint64_t *) unit_address(&t, t.dir_unit);
 	for (uint32_t s = 0; s < (UINT32_C(1) << t.shard_bits); s++)
 	{

@@ -55,6 +55,33 @@ verify_header(const PmhSegment *seg, uint64_t file_generation, uint64_t file_uni
 	return msg;
 }
 
+/* Check every bucket and posting block against its checksum, if the file keeps them. */
+static const char *
+verify_checksums(const PmhSegment *seg, char *msg, size_t msglen)
+{
+	for (uint32_t b = 0; b < seg->nbuckets; b++)
+	{
+		const PmhBucket *bucket = pmh_bucket(seg, b);
+
+		if (!pmh_bucket_sound(seg, bucket, bucket->commit))
+		{
+			snprintf(msg, msglen, "shard %u bucket %u: checksum mismatch", seg->shard, b);
+			return msg;
+		}
+	}
+	for (uint32_t j = 0; j < seg->nposting; j++)
+	{
+		const PmhPosting *blk = pmh_posting(seg, (uint64_t) seg->nbuckets + 1 + j);
+
+		if (!pmh_posting_sound(seg, blk, blk->commit))
+		{
+			snprintf(msg, msglen, "shard %u posting block %u: checksum mismatch", seg->shard, j);
+			return msg;
+		}
+	}
+	return NULL;
+}
+
 /* Check that posting chains tile the posting area; count them. */
 static const char *
 verify_chains(const PmhSegment *seg, uint32_t shard, uint64_t *nchains,
@@ -127,6 +154,7 @@ pmh_segment_verify(const PmhSegment *seg, uint64_t file_generation, uint64_t fil
 
 	*live = 0;
 	if (verify_header(seg, file_generation, file_units, msg, msglen) ||
+		verify_checksums(seg, msg, msglen) ||
 		verify_chains(seg, shard, &nchains, msg, msglen))
 		return msg;
 

@@ -144,6 +144,9 @@ mapped_units(void *arg)
 	return ((MemTable *) arg)->units;
 }
 
+/* Whether tables created from now on keep bucket and posting block checksums. */
+int			memtable_checksums = 0;
+
 /* Create an empty file of the given size with 2^shard_bits shards. */
 MemTable *
 memtable_create(uint32_t shard_bits, uint64_t units, int shim)
@@ -163,7 +166,8 @@ memtable_create(uint32_t shard_bits, uint64_t units, int shim)
 	mt->persist = (PmhPersist) {shim_flush, shim_drain, NULL, mt};
 
 	hdr = calloc(1, sizeof(PmhFileHeader));
-	pmh_header_init(hdr, 1663, 5, 16384, -1, 42, shard_bits, 0);
+	pmh_header_init(hdr, 1663, 5, 16384, -1, 42, shard_bits,
+					memtable_checksums ? PMH_FILE_CHECKSUMS : 0);
 	if (units < hdr->data_unit + 1)
 		units = hdr->data_unit + 1;
 	mt->units = hdr->data_unit;
@@ -174,7 +178,8 @@ memtable_create(uint32_t shard_bits, uint64_t units, int shim)
 	memcpy(mt->live, hdr, sizeof(PmhFileHeader));
 	if (shim)
 		memcpy(mt->durable, hdr, sizeof(PmhFileHeader));
-	mt->table = (PmhTable) {&mt->ops, &mt->persist, shard_bits, 42, hdr->dir_unit};
+	mt->table = (PmhTable) {&mt->ops, &mt->persist, shard_bits, 42, hdr->dir_unit,
+	memtable_checksums};
 	free(hdr);
 	return mt;
 }
@@ -254,16 +259,24 @@ collect(void *arg, const PmhTid *tids, int count, uint64_t unverified)
 	cs->unverified += __builtin_popcountll(unverified);
 }
 
+/* Attempts of a lookup that keeps returning PMH_BUSY. */
+#define LOOKUP_ATTEMPTS 100
+
 /* Look up all TIDs of a hash. */
 PmhStatus
 memtable_lookup(MemTable *mt, uint32_t hash, PmhTid *out, int *n, int cap)
 {
 	CollectState cs = {out, 0, cap, 0};
 	PmhSegment	seg;
-	PmhStatus	st;
+	PmhStatus	st = PMH_BUSY;
 
-	memtable_segment(mt, pmh_shard_of(hash, mt->table.shard_bits), &seg);
-	st = pmh_lookup(&seg, hash, collect, &cs);
+	/* a caller with a lock would retry under it; this one just tries again */
+	for (int attempt = 0; attempt < LOOKUP_ATTEMPTS && st == PMH_BUSY; attempt++)
+	{
+		cs.n = cs.unverified = 0;
+		memtable_segment(mt, pmh_shard_of(hash, mt->table.shard_bits), &seg);
+		st = pmh_lookup(&seg, hash, collect, &cs);
+	}
 	*n = cs.n;
 	return st;
 }
@@ -292,6 +305,8 @@ memtable_lookup_batch(MemTable *mt, const uint32_t *hashes, int n, PmhTid *out, 
 	pmh_lookup_batch(segs, hashes, n, collect, args, status);
 	for (int k = 0; k < n; k++)
 	{
+		if (status[k] == PMH_BUSY)
+			status[k] = memtable_lookup(mt, hashes[k], cs[k].out, &cs[k].n, cap);
 		counts[k] = cs[k].n;
 		if (st == PMH_OK)
 			st = status[k];
@@ -335,7 +350,10 @@ memtable_flag_unverified(MemTable *mt, uint64_t after_lsn)
 	return flagged;
 }
 
-/* Bulk delete over every shard, shrinking shards that became sparse. */
+/*
+ * Bulk delete over every shard, shrinking shards that became sparse;
+ * UINT64_MAX if a shard is damaged.
+ */
 uint64_t
 memtable_bulk_delete(MemTable *mt, const PmhDeleteOps *ops)
 {
@@ -345,11 +363,15 @@ memtable_bulk_delete(MemTable *mt, const PmhDeleteOps *ops)
 	for (uint32_t s = 0; s < nshards; s++)
 	{
 		PmhSegment	seg;
+		uint64_t	gone;
 
 		memtable_segment(mt, s, &seg);
 		if (seg.unit == 0)
 			continue;
-		removed += pmh_bulk_delete(&seg, ops, ++mt->lsn, &mt->persist, &mt->counts[s]);
+		if (pmh_bulk_delete(&seg, ops, ++mt->lsn, &mt->persist, &mt->counts[s], &gone) !=
+			PMH_OK)
+			return UINT64_MAX;
+		removed += gone;
 		if (mt->counts[s].entries == 0 ||
 			pmh_needs_shrink(&mt->counts[s], &seg))
 			pmh_table_rebuild(&mt->table, &seg, NULL, 0, 0, PMH_REBUILD_FILL, ++mt->lsn,

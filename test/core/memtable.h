@@ -35,6 +35,8 @@ typedef struct MemTable
 	PmhTable	table;
 } MemTable;
 
+extern int	memtable_checksums;
+
 extern MemTable *memtable_create(uint32_t shard_bits, uint64_t units, int shim);
 extern void memtable_destroy(MemTable *mt);
 extern void memtable_segment(MemTable *mt, uint32_t shard, PmhSegment *seg);

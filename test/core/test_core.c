@@ -649,6 +649,7 @@ crash_round(int round)
 	Model		m = {0};
 	uint8_t    *done_insert = calloc(4000, 1);
 	volatile uint64_t in_flight = UINT64_MAX;
+	volatile uint64_t durable_lsn = 0;
 	uint64_t	live;
 	const char *err;
 	double		evict = (round % 3) / 2.0;
@@ -663,6 +664,7 @@ crash_round(int round)
 		for (int k = 0; k < 4000; k++)
 		{
 			in_flight = k;
+			durable_lsn = mt->lsn;
 			memtable_insert(mt, m.hash[k], tid_of(k));
 			done_insert[k] = 1;
 			if (k % 1000 == 999)
@@ -671,6 +673,7 @@ crash_round(int round)
 				for (int d = 0; d <= k; d++)
 					m.dead[d] = m.dead[d] || d % 3 == 0;
 				in_flight = UINT64_MAX - 1;
+				durable_lsn = mt->lsn;
 				delete_dead(mt, &m);
 				in_flight = UINT64_MAX;
 			}
@@ -687,6 +690,9 @@ crash_round(int round)
 	CHECK(err == NULL, "round %d: attach after crash: %s", round, err);
 	if (err == NULL)
 	{
+		/* recovery reseals what changed after the last durable change */
+		if (memtable_checksums)
+			memtable_flag_unverified(mt, durable_lsn);
 		err = memtable_verify(mt, &live);
 		CHECK(err == NULL, "round %d: verify after crash: %s", round, err);
 	}
@@ -917,12 +923,14 @@ test_reader_race(void)
 	{
 		PmhDeleteOps ops = {race_dead, NULL, NULL, NULL};
 		PmhSegment	seg;
+		uint64_t	removed;
 
 		race_first = next;
 		for (int j = 0; j < 40; j++, next++)
 			memtable_insert(mt, race_hash(next), tid_of(next));
 		memtable_segment(mt, 0, &seg);
-		pmh_bulk_delete(&seg, &ops, ++mt->lsn, &mt->persist, &mt->counts[0]);
+		CHECK(pmh_bulk_delete(&seg, &ops, ++mt->lsn, &mt->persist, &mt->counts[0],
+							  &removed) == PMH_OK, "race: bulk delete status");
 		if (round % 2000 == 1999)
 			pmh_table_rebuild(&mt->table, &seg, NULL, 0, 0, PMH_REBUILD_FILL, ++mt->lsn,
 							  &mt->counts[0]);
@@ -1203,11 +1211,115 @@ test_codec(void)
 	free(buf);
 }
 
+/* Overwrite the bytes [from, to) of a unit with a pattern. */
+static void
+scribble(void *unit, size_t from, size_t to)
+{
+	for (size_t i = from; i < to; i++)
+		((uint8_t *) unit)[i] ^= (uint8_t) (0x5A + i);
+}
+
+/*
+ * In a file with checksums, a damaged bucket or posting block is refused by
+ * every reader and writer: lookups keep returning PMH_BUSY (which a caller
+ * holding the shard lock reports as damage), inserts, bulk deletes and
+ * rebuilds PMH_CORRUPT without changing it, verification names it; a damaged
+ * free slot changes nothing.
+ */
+static void
+test_checksums(void)
+{
+	memtable_checksums = 1;
+	for (int kind = 0; kind < 3 && !test_failed; kind++)
+	{
+		MemTable   *mt = memtable_create(0, 64, 0);
+		Model		m = {0};
+		PmhSegment	seg;
+		PmhBucket  *bucket = NULL;
+		uint32_t	victim = 0;
+		uint64_t	live;
+		const char *err;
+		PmhTid		got[4096];
+		int			ngot;
+		PmhCounts	counts;
+		PmhStatus	st;
+
+		for (uint64_t k = 0; k < 3000; k++)
+			add(mt, &m, k % 3 == 0 ? mix(5) : mix(k));
+		memtable_segment(mt, 0, &seg);
+		CHECK(seg.nposting > 0, "the duplicates have a posting chain");
+		if (kind == 2)
+		{
+			/* a TID of the chain of mix(5) */
+			scribble(&pmh_posting(&seg, (uint64_t) seg.nbuckets + 1)->tid[0], 0, 6);
+			victim = mix(5);
+		}
+		else
+		{
+			/* the home bucket of some entry, in a valid slot or a free one */
+			victim = m.hash[1];
+			bucket = pmh_bucket(&seg, pmh_home_bucket(pmh_hash_code(victim, 0), seg.nbuckets));
+			for (int i = 0; i < PMH_BUCKET_SLOTS; i++)
+			{
+				int			valid = (bucket->commit >> i) & 1;
+
+				if (valid == (kind == 0))
+				{
+					scribble(&bucket->slot[i], 0, sizeof(PmhTid));
+					break;
+				}
+			}
+		}
+		err = memtable_verify(mt, &live);
+		if (kind == 1)
+		{
+			CHECK(err == NULL, "a damaged free slot: verify says %s", err);
+			CHECK(memtable_lookup(mt, victim, got, &ngot, 4096) == PMH_OK,
+				  "a damaged free slot: lookup status");
+			CHECK(memtable_insert(mt, victim, tid_of(model_add(&m, victim))) == PMH_OK,
+				  "a damaged free slot: insert status");
+		}
+		else
+		{
+			CHECK(err != NULL && strstr(err, "checksum mismatch") != NULL,
+				  "kind %d: verify says %s", kind, err ? err : "nothing");
+			CHECK(memtable_lookup(mt, victim, got, &ngot, 4096) == PMH_BUSY,
+				  "kind %d: lookup of the damaged unit", kind);
+			/* an append to a chain may pass a damaged block by */
+			st = memtable_insert(mt, victim, tid_of(model_add(&m, victim)));
+			CHECK(st == PMH_CORRUPT || (kind == 2 && st == PMH_OK),
+				  "kind %d: insert into the damaged unit: status %d", kind, st);
+			CHECK(delete_dead(mt, &m) == UINT64_MAX, "kind %d: bulk delete", kind);
+			memtable_segment(mt, 0, &seg);
+			CHECK(pmh_table_rebuild(&mt->table, &seg, NULL, 0, 0, PMH_REBUILD_FILL, ++mt->lsn,
+									&counts) == PMH_CORRUPT, "kind %d: rebuild", kind);
+			err = memtable_verify(mt, &live);
+			CHECK(err != NULL, "kind %d: the damage is still there", kind);
+		}
+		memtable_destroy(mt);
+		model_free(&m);
+	}
+}
+
 typedef struct TestCase
 {
 	const char *name;
 	void		(*fn) (void);
 } TestCase;
+
+/* Run one test and print its TAP line. */
+static void
+run_test(const TestCase *test, const char *suffix)
+{
+	test_failed = 0;
+	test->fn();
+	printf("%s %d - core %s%s\n", test_failed ? "not ok" : "ok", passed + failed + 1,
+		   test->name, suffix);
+	if (test_failed)
+		failed++;
+	else
+		passed++;
+}
 
 int
 main(void)
@@ -1215,6 +1327,10 @@ main(void)
 	TestCase	tests[] = {
 		{"match", test_match},
 		{"freemap", test_freemap},
+		{"sort", test_sort},
+		{"codec", test_codec},
+		{"checksums", test_checksums},
+		/* from here on, once without checksums and once with */
 		{"unique_keys", test_unique_keys},
 		{"codes", test_codes},
 		{"heavy_duplicates", test_heavy_duplicates},
@@ -1226,22 +1342,22 @@ main(void)
 		{"reader_race", test_reader_race},
 		{"unverified", test_unverified},
 		{"replay", test_replay},
-		{"sort", test_sort},
-		{"codec", test_codec},
 	};
+	const size_t ntests = sizeof(tests) / sizeof(tests[0]);
+	const size_t first_table_test = 5;
 
 	printf("# hash comparison: %s\n", pmh_match_impl());
-	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++)
+	for (size_t i = 0; i < ntests; i++)
 	{
-		test_failed = 0;
-		tests[i].fn();
-		printf("%s %zu - core %s\n", test_failed ? "not ok" : "ok", i + 1, tests[i].name);
-		if (test_failed)
-			failed++;
-		else
-			passed++;
+		memtable_checksums = 0;
+		run_test(&tests[i], "");
 	}
-	printf("1..%zu\n", sizeof(tests) / sizeof(tests[0]));
+	for (size_t i = first_table_test; i < ntests; i++)
+	{
+		memtable_checksums = 1;
+		run_test(&tests[i], " with checksums");
+	}
+	printf("1..%d\n", passed + failed);
 	printf("core: %d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
 }

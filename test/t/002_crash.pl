@@ -194,11 +194,13 @@ sub size_of
 }
 
 ############################################################################
-# Two nodes, one for each persistence path.
+# Two nodes, one for each persistence path; the pmem one with data
+# checksums, so that its index files keep bucket checksums, which a crash
+# in the middle of a change must not turn into reports of damage.
 ############################################################################
 
 my %nodes = (
-	pmem => new_node('pmem', dir => 'shm', force => 1),
+	pmem => new_node('pmem', dir => 'shm', force => 1, init => { extra => ['--data-checksums'] }),
 	msync => new_node('msync', dir => 'data', force => 0, init => { allows_streaming => 1 }));
 my %start_size;
 for my $path (sort keys %nodes)

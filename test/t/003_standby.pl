@@ -1,9 +1,10 @@
 # pmhash indexes on a hot standby built from a base backup taken under load.
 #
-# The primary (wal_level replica, index files in its data directory) runs a
-# pgbench workload of inserts, deletes, updates, probes, VACUUM and
-# CHECKPOINT on table rt while pg_basebackup copies it, so the standby
-# starts from fuzzy copies of the index files.  While the load goes on, the
+# The primary (wal_level replica, index files in its data directory, data
+# checksums, so that the files keep bucket checksums) runs a pgbench
+# workload of inserts, deletes, updates, probes, VACUUM and CHECKPOINT on
+# table rt while pg_basebackup copies it, so the standby starts from fuzzy
+# copies of the index files, whose torn buckets it must reseal, not report.  While the load goes on, the
 # primary grows rt in bulk, deletes a large part of it, creates an index,
 # REINDEXes one, drops one, truncates a table, moves an index to another
 # tablespace (its file is copied and the COPY replayed), and creates
@@ -68,7 +69,8 @@ sub transactions
 # Primary under load; base backup during the load; hot standby.
 ############################################################################
 
-my $primary = new_node('primary', dir => 'data', init => { allows_streaming => 1 });
+my $primary = new_node('primary', dir => 'data',
+	init => { allows_streaming => 1, extra => ['--data-checksums'] });
 start_node($primary);
 create_workload_table($primary, 'postgres', 20000);
 $primary->safe_psql('postgres', <<'EOS');

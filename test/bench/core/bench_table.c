@@ -318,6 +318,7 @@ bench_worker_init(BenchWorker *w, BenchFile *bf, BenchDurability durability)
 	w->table.shard_bits = bf->shard_bits;
 	w->table.file_generation = BENCH_GENERATION;
 	w->table.dir_unit = PMH_HEADER_UNITS;
+	w->table.checksums = 0;
 }
 
 /* Release a thread's view, after making its recorded changes durable. */
