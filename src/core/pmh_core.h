@@ -268,13 +268,14 @@ extern int	pmh_decode_entries(const uint8_t *data, size_t len, uint64_t count, i
 							   PmhEntry *out);
 
 /* pmh_checksum.c */
-extern uint32_t pmh_bucket_checksum(const PmhSegment *seg, const PmhBucket *bucket, uint32_t b,
-									uint64_t commit);
+extern uint32_t pmh_bucket_tag_checksum(const PmhSegment *seg, const PmhBucket *bucket,
+										uint32_t b, uint64_t commit);
+extern uint32_t pmh_bucket_tid_checksum(const PmhSegment *seg, const PmhBucket *bucket,
+										uint32_t b, uint64_t commit);
 extern uint16_t pmh_posting_checksum(const PmhSegment *seg, const PmhPosting *blk,
 									 uint64_t rel_unit, uint64_t commit);
 
 /* pmh_crc32c.c */
-extern uint32_t pmh_crc32c_extend(uint32_t crc, const void *data, size_t len);
 extern uint32_t pmh_crc32c(const void *data, size_t len);
 
 /* pmh_match.c */

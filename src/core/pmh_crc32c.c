@@ -1,8 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * pmh_crc32c.c
- *	  CRC-32C (Castagnoli), byte at a time: file and segment headers, and
- *	  bucket checksums where the CPU lacks a CRC instruction.
+ *	  CRC-32C (Castagnoli) for file and segment headers.
  *
  * Copyright (c) 2026, pmhash developers
  *
@@ -31,22 +30,16 @@ crc_table_init(void)
 	__atomic_store_n(&crc_table_ready, 1, __ATOMIC_RELEASE);
 }
 
-/* Extend a CRC-32C register (no pre- or post-conditioning) by a byte range. */
+/* CRC-32C of a byte range. */
 uint32_t
-pmh_crc32c_extend(uint32_t crc, const void *data, size_t len)
+pmh_crc32c(const void *data, size_t len)
 {
 	const uint8_t *p = data;
+	uint32_t	crc = UINT32_C(0xFFFFFFFF);
 
 	if (!__atomic_load_n(&crc_table_ready, __ATOMIC_ACQUIRE))
 		crc_table_init();
 	while (len--)
 		crc = crc_table[(crc ^ *p++) & 0xFF] ^ (crc >> 8);
-	return crc;
-}
-
-/* CRC-32C of a byte range. */
-uint32_t
-pmh_crc32c(const void *data, size_t len)
-{
-	return pmh_crc32c_extend(UINT32_C(0xFFFFFFFF), data, len) ^ UINT32_C(0xFFFFFFFF);
+	return crc ^ UINT32_C(0xFFFFFFFF);
 }

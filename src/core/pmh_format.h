@@ -96,8 +96,8 @@ typedef struct PmhBucket
 	uint64_t	commit;			/* valid bits, overflow bit, sequence */
 	uint64_t	unverified;		/* slots to check against the heap */
 	uint64_t	lsn;			/* WAL position of the last logged change */
-	uint32_t	checksum;		/* of the valid slots (PMH_FILE_CHECKSUMS) */
-	uint32_t	reserved;
+	uint32_t	tag_checksum;	/* of the valid bits and tags (PMH_FILE_CHECKSUMS) */
+	uint32_t	tid_checksum;	/* of the valid slots' TID fields (PMH_FILE_CHECKSUMS) */
 	uint16_t	tag[PMH_BUCKET_SLOTS];	/* low 16 bits of each slot's code */
 	PmhTid		slot[PMH_BUCKET_SLOTS]; /* TID; code's high 7 bits atop the
 										 * offset */

@@ -91,13 +91,34 @@ pmh_posting_unit(const PmhSegment *seg, const PmhPosting *blk)
 	return (uint64_t) ((const char *) blk - seg->base) / PMH_UNIT_SIZE;
 }
 
-/* Whether a bucket agrees with its checksum as of a commit word (always, without checksums). */
+/*
+ * Whether a bucket's valid bits and tags agree with their checksum as of a
+ * commit word (always, in a file without checksums): what a lookup that
+ * matches no tag reads.
+ */
+static inline int
+pmh_bucket_tags_sound(const PmhSegment *seg, const PmhBucket *bucket, uint64_t commit)
+{
+	return seg->checksum_seed == 0 ||
+		bucket->tag_checksum == pmh_bucket_tag_checksum(seg, bucket,
+														 pmh_bucket_number(seg, bucket), commit);
+}
+
+/* Whether a bucket's TID fields agree with their checksum as of a commit word. */
+static inline int
+pmh_bucket_tids_sound(const PmhSegment *seg, const PmhBucket *bucket, uint64_t commit)
+{
+	return seg->checksum_seed == 0 ||
+		bucket->tid_checksum == pmh_bucket_tid_checksum(seg, bucket,
+														 pmh_bucket_number(seg, bucket), commit);
+}
+
+/* Whether all of a bucket agrees with its checksums as of a commit word. */
 static inline int
 pmh_bucket_sound(const PmhSegment *seg, const PmhBucket *bucket, uint64_t commit)
 {
-	return seg->checksum_seed == 0 ||
-		bucket->checksum == pmh_bucket_checksum(seg, bucket, pmh_bucket_number(seg, bucket),
-												commit);
+	return pmh_bucket_tags_sound(seg, bucket, commit) &&
+		pmh_bucket_tids_sound(seg, bucket, commit);
 }
 
 /* Whether a posting block agrees with its checksum as of a commit word. */
@@ -108,13 +129,16 @@ pmh_posting_sound(const PmhSegment *seg, const PmhPosting *blk, uint64_t commit)
 		blk->checksum == pmh_posting_checksum(seg, blk, pmh_posting_unit(seg, blk), commit);
 }
 
-/* Store a bucket's checksum after a change (the caller flushes its first line). */
+/* Store a bucket's checksums after a change (the caller flushes its first line). */
 static inline void
 pmh_bucket_seal(const PmhSegment *seg, PmhBucket *bucket)
 {
-	if (seg->checksum_seed != 0)
-		bucket->checksum = pmh_bucket_checksum(seg, bucket, pmh_bucket_number(seg, bucket),
-											   bucket->commit);
+	uint32_t	b = pmh_bucket_number(seg, bucket);
+
+	if (seg->checksum_seed == 0)
+		return;
+	bucket->tag_checksum = pmh_bucket_tag_checksum(seg, bucket, b, bucket->commit);
+	bucket->tid_checksum = pmh_bucket_tid_checksum(seg, bucket, b, bucket->commit);
 }
 
 /* Store a posting block's checksum after a change, and flush it. */
@@ -127,8 +151,8 @@ pmh_posting_seal(const PmhSegment *seg, PmhPosting *blk, const PmhPersist *persi
 	pmh_flush(persist, &blk->checksum, sizeof(uint16_t));
 }
 
-/* Bytes of a bucket's first line that a commit changes: commit word to checksum. */
-#define PMH_BUCKET_COMMIT_BYTES (offsetof(PmhBucket, checksum) + sizeof(uint32_t))
+/* Bytes of a bucket's first line that a commit changes: commit word to checksums. */
+#define PMH_BUCKET_COMMIT_BYTES (offsetof(PmhBucket, tid_checksum) + sizeof(uint32_t))
 
 /* Keep the slots of tag_mask whose high code bits match too. */
 static inline uint32_t

@@ -6,8 +6,9 @@
  * A lookup takes no lock.  For each bucket of the key's run it reads the
  * commit word, copies the matching slots, and reads the commit word again;
  * if it changed, a writer was at work and the bucket is read again.  In a
- * file with checksums the bucket must also agree with its checksum as of
- * that commit word; a disagreement is read again too, since a writer seals
+ * file with checksums what it read must also agree with the bucket's
+ * checksums as of that commit word (the tags always, the TID fields when a
+ * tag matched); a disagreement is read again too, since a writer seals
  * just after its commit, and after PMH_LOOKUP_RETRIES attempts the lookup
  * returns PMH_BUSY, so that the caller retries with writers locked out,
  * where a disagreement can only be damage.  Only
@@ -53,6 +54,19 @@ typedef struct BatchKey
 	uint64_t	commit;			/* commit word the comparison saw */
 	uint32_t	mask;			/* valid slots with the key's tag */
 } BatchKey;
+
+/*
+ * Whether what a lookup read of a bucket agrees with its checksums: the
+ * tags, and the TID fields if a tag matched (a TID field also holds the
+ * high code bits that decide whether the slot holds the key).
+ */
+static inline int
+bucket_read_sound(const PmhSegment *seg, const PmhBucket *bucket, uint64_t commit,
+				  uint32_t tag_mask)
+{
+	return pmh_bucket_tags_sound(seg, bucket, commit) &&
+		(tag_mask == 0 || pmh_bucket_tids_sound(seg, bucket, commit));
+}
 
 /* Deliver every valid TID of a posting chain to the sink. */
 static PmhStatus
@@ -143,11 +157,14 @@ lookup_from(const PmhSegment *seg, uint32_t code, uint32_t b, PmhTidSink sink, v
 		__builtin_prefetch((const char *) bucket + 128, 0, 3);
 		for (;;)
 		{
+			uint32_t	tag_mask;
+
 			c1 = pmh_load_acquire(&bucket->commit);
 			if (c1 & PMH_OVERFLOW_BIT)
 				__builtin_prefetch(pmh_bucket(seg, pmh_next_bucket(b, nbuckets)), 0, 3);
-			copy_slots(bucket, pmh_match_tags(bucket->tag, tag) & (uint32_t) c1, code, &copy);
-			if (pmh_reload(&bucket->commit) == c1 && pmh_bucket_sound(seg, bucket, c1))
+			tag_mask = pmh_match_tags(bucket->tag, tag) & (uint32_t) c1;
+			copy_slots(bucket, tag_mask, code, &copy);
+			if (pmh_reload(&bucket->commit) == c1 && bucket_read_sound(seg, bucket, c1, tag_mask))
 				break;
 			if (++attempt > PMH_LOOKUP_RETRIES)
 				return PMH_BUSY;
@@ -248,7 +265,7 @@ stage_deliver(const BatchKey *key, const PmhSegment *seg, uint32_t hash,
 		return PMH_OK;
 	copy_slots(bucket, key->mask, key->code, &copy);
 	if (copy.nrefs > 0 || pmh_reload(&bucket->commit) != key->commit ||
-		!pmh_bucket_sound(seg, bucket, key->commit))
+		!bucket_read_sound(seg, bucket, key->commit, key->mask))
 		return pmh_lookup(seg, hash, sink, arg);
 	if (copy.ntids > 0)
 		sink(arg, copy.tids, copy.ntids, copy.unverified);

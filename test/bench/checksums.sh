@@ -40,7 +40,8 @@ die() {
 sql() {
 	local c=$1
 	shift
-	PGHOST=$WORK/$c PGPORT=$(cat "$WORK/$c.port") psql -X -q -At -v ON_ERROR_STOP=1 "$@"
+	PGHOST=$WORK/$c PGPORT=$(cat "$WORK/$c.port") PGUSER=$(pg_user) PGDATABASE=postgres \
+		psql -X -q -At -v ON_ERROR_STOP=1 "$@"
 }
 
 # Start the cluster with ("on") or without ("off") data checksums.
