@@ -17,13 +17,14 @@ OBJS = \
 	src/pmhash.o \
 	src/pminsert.o \
 	src/pmrecovery.o \
+	src/pmredo.o \
 	src/pmscan.o \
 	src/pmshard.o \
 	src/pmshmem.o \
 	src/pmutility.o \
 	src/pmvacuum.o \
 	src/pmvalidate.o \
-	src/pmwal.o \
+	src/pmxlog.o \
 	src/core/pmh_alloc.o \
 	src/core/pmh_checksum.o \
 	src/core/pmh_codec.o \

@@ -255,8 +255,8 @@ pmhashbuild(Relation heap, Relation index, IndexInfo *indexInfo)
  * to date.  An AccessExclusiveLock on the index keeps readers and writers
  * out meanwhile; the new file is not undone if the transaction aborts.
  */
-void
-pmh_auto_rebuild(Relation index)
+static void
+rebuild_from_table(Relation index)
 {
 	Oid			heap_oid = IndexGetRelation(RelationGetRelid(index), false);
 	PmhFileKey	key;
@@ -291,6 +291,22 @@ pmh_auto_rebuild(Relation index)
 			 errdetail("Recovery could not bring its file up to date.")));
 	table_close(heap, AccessShareLock);
 	UnlockRelationOid(RelationGetRelid(index), AccessExclusiveLock);
+}
+
+/*
+ * Open an index for one operation: returns its local state with this
+ * backend announced as a reader, after rebuilding the index from its table
+ * if recovery could not bring its file up to date.  The caller must
+ * pmh_leave() when done.
+ */
+PmhIndex *
+pmh_open(Relation index)
+{
+	PmhIndex   *ix;
+
+	while ((ix = pmh_open_file(index)) == NULL)
+		rebuild_from_table(index);
+	return ix;
 }
 
 /* ambuildempty: the init fork of an unlogged index holds just a metapage. */

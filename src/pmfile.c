@@ -12,11 +12,10 @@
  * change under it).  A file whose header does not match its metapage is
  * reported as damaged.
  *
- * Persistence: on DAX (is_pmem) every change is flushed and fenced as the
- * core orders it.  On an ordinary file, per-entry changes are collected as
- * dirty page ranges and msync'ed when the transaction commits, and
- * structural changes (rebuilds, directory stores, VACUUM) are msync'ed at
- * once.  Temporary indexes are never synced.
+ * Persistence (src/README, Persistence paths): per-entry changes are
+ * recorded as dirty ranges, cache lines on DAX and pages on an ordinary
+ * file, and made durable at pre-commit; structural changes at once.
+ * Temporary indexes are never synced.
  *
  * Copyright (c) 2026, pmhash developers
  *
@@ -368,7 +367,7 @@ pmh_redo_synced(XLogRecPtr lsn)
 /*
  * The persistence callbacks a file gets when not in a bulk build.  Changes
  * of single entries only have to be durable before the commit record (see
- * pmwal.c), so their flushes are recorded and done, with one fence or one
+ * src/README, Persistence paths), so their flushes are recorded and done, with one fence or one
  * msync per range, at commit; structural changes sync at once.
  */
 static PmhPersist
@@ -1106,11 +1105,13 @@ still_attached(PmhIndex *ix)
 }
 
 /*
- * Open an index for one operation: returns its local state with this
- * backend announced as a reader.  The caller must pmh_leave() when done.
+ * Open an index's file for one operation: returns its local state with this
+ * backend announced as a reader, or NULL if recovery left the file to be
+ * rebuilt from its table (pmh_open does that).  The caller must pmh_leave()
+ * when done.
  */
 PmhIndex *
-pmh_open(Relation index)
+pmh_open_file(Relation index)
 {
 	PmhIndex  **cached = (PmhIndex **) index->rd_amcache;
 	PmhIndex   *ix = cached ? *cached : NULL;
@@ -1147,7 +1148,7 @@ pmh_open(Relation index)
 		}
 		pmh_leave();
 		if (attach(index, ix) == NEEDS_REBUILD)
-			pmh_auto_rebuild(index);
+			return NULL;
 	}
 }
 
@@ -1206,7 +1207,10 @@ pmh_create(Relation index, uint32 shard_bits, bool deferred, bool transactional)
 
 	ix = local_entry(&key);
 	ix->deferred = deferred;
-	return pmh_open(index);
+	ix = pmh_open_file(index);
+	if (ix == NULL)
+		elog(ERROR, "new pmhash file \"%s\" is marked to be rebuilt", path);
+	return ix;
 }
 
 /*

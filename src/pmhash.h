@@ -197,7 +197,7 @@ extern void pmh_fault_set_index(const char *name);
 /* pmfile.c */
 extern void pmh_file_key(Relation index, PmhFileKey *key);
 extern void pmh_file_path(const PmhFileKey *key, char *path);
-extern PmhIndex *pmh_open(Relation index);
+extern PmhIndex *pmh_open_file(Relation index);
 extern const char *pmh_check_attached_header(PmhIndex *ix);
 extern PmhIndex *pmh_open_for_redo(const RelFileNode *node);
 extern PmhIndex *pmh_create(Relation index, uint32 shard_bits, bool deferred, bool transactional);
@@ -236,8 +236,7 @@ extern void pmh_lookup_entries(Relation index, PmhIndex *ix, Relation heap, uint
 extern void pmh_shard_segment(PmhIndex *ix, uint32 shard, PmhSegment *seg);
 extern void pmh_raise_shard_damaged(const char *index_name, uint32 shard) pg_attribute_noreturn();
 
-/* pmwal.c */
-extern void pmh_wal_register(void);
+/* pmxlog.c */
 extern XLogRecPtr pmh_log_create(const RelFileNode *node, uint64 generation, uint32 shard_bits,
 								 bool transactional);
 extern XLogRecPtr pmh_log_inserts(const RelFileNode *node, const PmhEntry *entries,
@@ -247,6 +246,10 @@ extern XLogRecPtr pmh_log_rebuild(const RelFileNode *node, uint32 shard, double 
 extern XLogRecPtr pmh_log_delete(const RelFileNode *node, uint32 shard, PmhEntry *entries,
 								 uint64 count);
 extern XLogRecPtr pmh_log_copy(const RelFileNode *from, const RelFileNode *to);
+extern int	pmh_entry_tid_cmp(const void *a, const void *b);
+
+/* pmredo.c */
+extern void pmh_wal_register(void);
 
 /* pmrecovery.c */
 extern void pmh_recovery_flag_files(XLogRecPtr redo_start, bool distrust);
@@ -254,7 +257,7 @@ extern void pmh_recovery_finish(void);
 extern void pmh_mark_needs_rebuild(const RelFileNode *node);
 
 /* pmbuild.c */
-extern void pmh_auto_rebuild(Relation index);
+extern PmhIndex *pmh_open(Relation index);
 extern double pmh_build_fill(Relation index);
 
 /* pmutility.c */

@@ -5,7 +5,7 @@
  *
  * Before replay, every entry in a bucket stamped after the redo start point
  * is flagged unverified: it may be a phantom whose WAL was lost, or a torn
- * slot of a base-backup copy (see pmwal.c); in a file with checksums, such
+ * slot of a base-backup copy (src/README, Durability hazards); in a file with checksums, such
  * buckets and posting blocks are resealed, since a crash may have kept a
  * commit without its seal.  After replay, everything the
  * startup process changed is made durable, all shared state is dropped so

@@ -62,9 +62,11 @@ typedef enum PmhInsertMode
  * Persistence: flush writes a range back towards the persistence domain,
  * drain orders it before later stores (per-entry changes), sync makes all
  * flushed ranges durable now (structural changes: rebuilds, directory
- * stores).  On DAX drain and sync are one fence; on an ordinary file drain
- * is a no-op (the caller syncs at commit) and sync is msync.  Any may be
- * NULL, meaning nothing to do; a NULL sync falls back to drain.
+ * stores).  Any may be NULL, meaning nothing to do; a NULL sync falls back
+ * to drain.  The access method records flushes as dirty ranges, has no
+ * drain (it makes per-entry changes durable at commit) and syncs with a
+ * fence or msync; the core tests drain at every change to simulate crashes
+ * at each fence (see src/README, Persistence paths).
  */
 typedef struct PmhPersist
 {

@@ -6,8 +6,9 @@
  * Growth, shrinking, cleanup of overflow bits, creation of posting chains
  * and the bulk build all go through one path: gather (hash, TID) entries,
  * sort them, plan a geometry, and write a fresh segment image into space no
- * reader can see.  The caller then persists the image and publishes it with
- * a single directory store.  Content is unchanged, so none of this needs WAL.
+ * reader can see.  The caller logs the content (a REBUILD record, since a
+ * standby places entries its own way), persists the image and publishes it
+ * with a single directory store (src/README, Writers).
  *
  * Hash codes that occur more than PMH_CHAIN_THRESHOLD times move to posting
  * chains (contiguous posting blocks with half again as much room as they

@@ -1,0 +1,401 @@
+/*-------------------------------------------------------------------------
+ *
+ * pmredo.c
+ *	  The pmhash WAL resource manager: replay of its records, their
+ *	  descriptions, and the recovery steps it runs before and after replay.
+ *
+ * The records, why their replay is idempotent, the six durability hazards
+ * and what each persistence path survives are described in src/README
+ * (WAL records; Durability hazards).  Replayed changes are made durable
+ * every 1,024 records; before the first unsynced change of a file its
+ * header gets REDO_DIRTY, cleared with the synced position after each sync
+ * (see Recovery there).
+ *
+ * Copyright (c) 2026, pmhash developers
+ *
+ * IDENTIFICATION
+ *	  src/pmredo.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xlog.h"
+#include "access/xlog_internal.h"
+#include "access/xloginsert.h"
+#include "access/xlogreader.h"
+#include "access/xlogrecovery.h"
+#include "access/xlogutils.h"
+#include "common/relpath.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "utils/memutils.h"
+
+#include "pmhash.h"
+#include "pmxlog.h"
+
+/* Startup process: files whose records could not be applied. */
+static List *unapplied_files = NIL;
+static uint64 records_since_sync = 0;
+
+/*
+ * The entries of a DELETE or REBUILD record, decoded into palloc'd memory;
+ * NULL (logged) if the record is malformed.
+ */
+static PmhEntry *
+record_entries(XLogReaderState *record, bool with_hash)
+{
+	xl_pmhash_entries *xlrec = (xl_pmhash_entries *) XLogRecGetData(record);
+	PmhEntry   *entries = palloc_extended(Max(xlrec->count, 1) * sizeof(PmhEntry),
+										  MCXT_ALLOC_HUGE);
+
+	if (pmh_decode_entries((uint8 *) xlrec + sizeof(xl_pmhash_entries),
+						   XLogRecGetDataLen(record) - sizeof(xl_pmhash_entries),
+						   xlrec->count, with_hash, entries) != 0)
+	{
+		pfree(entries);
+		ereport(LOG,
+				(errmsg("pmhash: malformed WAL record at %X/%X",
+						LSN_FORMAT_ARGS(record->ReadRecPtr))));
+		return NULL;
+	}
+	return entries;
+}
+
+/* Remember a file whose records replay had to skip. */
+static void
+note_unapplied(const RelFileNode *node)
+{
+	ListCell   *lc;
+	RelFileNode *copy;
+
+	foreach(lc, unapplied_files)
+	{
+		if (RelFileNodeEquals(*(RelFileNode *) lfirst(lc), *node))
+			return;
+	}
+	copy = MemoryContextAlloc(TopMemoryContext, sizeof(RelFileNode));
+	*copy = *node;
+	unapplied_files = lappend(unapplied_files, copy);
+	ereport(LOG,
+			(errmsg("pmhash: WAL for index file %u/%u/%u cannot be replayed; the index will be rebuilt from its table after recovery",
+					node->spcNode, node->dbNode, node->relNode)));
+}
+
+/*
+ * Open an index file for a replayed change; NULL (noted) if it cannot take
+ * records.  The caller must pmh_leave().
+ */
+static PmhIndex *
+redo_open(const RelFileNode *node)
+{
+	PmhIndex   *ix = pmh_open_for_redo(node);
+
+	if (ix == NULL)
+		note_unapplied(node);
+	else
+		pmh_redo_will_change(ix);
+	return ix;
+}
+
+/*
+ * Replay a batch of inserts, each only if absent.  A shard that recovery
+ * found broken waits for its REBUILD record.
+ */
+static void
+redo_insert(XLogReaderState *record)
+{
+	xl_pmhash_insert *xlrec = (xl_pmhash_insert *) XLogRecGetData(record);
+	char	   *packed = (char *) xlrec + sizeof(xl_pmhash_insert);
+	PmhIndex   *ix = redo_open(&xlrec->node);
+
+	if (ix == NULL)
+		return;
+	for (uint32 i = 0; i < xlrec->count; i++)
+	{
+		uint32		hash;
+		PmhTid		tid;
+		uint32		shard;
+		PmhShardState *state;
+
+		memcpy(&hash, packed + i * PACKED_ENTRY_SIZE, sizeof(uint32));
+		memcpy(&tid, packed + i * PACKED_ENTRY_SIZE + sizeof(uint32), sizeof(PmhTid));
+		shard = pmh_shard_of(hash, ix->table.shard_bits);
+		state = &ix->slot->shards[shard];
+		LWLockAcquire(pmh_shard_lock(ix->slot, shard), LW_EXCLUSIVE);
+		if (!state->broken)
+		{
+			PmhSegment	seg;
+			PmhStatus	st;
+
+			pmh_shard_segment(ix, shard, &seg);
+			st = pmh_table_insert(&ix->table, &seg, &state->counts, hash, tid,
+								  record->EndRecPtr, PMH_INSERT_IF_ABSENT, xlrec->since);
+			if (st == PMH_CORRUPT || st == PMH_FULL)
+				state->broken = true;
+		}
+		LWLockRelease(pmh_shard_lock(ix->slot, shard));
+	}
+	pmh_leave();
+}
+
+typedef struct DeletedSet
+{
+	PmhEntry   *entries;
+	uint64		count;
+} DeletedSet;
+
+/* Replay callback: whether a TID is among the deleted ones. */
+static int
+in_deleted_set(void *arg, PmhTid tid)
+{
+	DeletedSet *set = arg;
+	PmhEntry	key;
+
+	key.tid = tid;
+	return bsearch(&key, set->entries, set->count, sizeof(PmhEntry), pmh_entry_tid_cmp) != NULL;
+}
+
+/* Replay a VACUUM deletion: one pass over the shard, deleting by set. */
+static void
+redo_delete(XLogReaderState *record)
+{
+	xl_pmhash_entries *xlrec = (xl_pmhash_entries *) XLogRecGetData(record);
+	PmhIndex   *ix = redo_open(&xlrec->node);
+	PmhShardState *state;
+	DeletedSet	set;
+	PmhDeleteOps ops = {in_deleted_set, NULL, NULL, &set};
+
+	if (ix == NULL)
+		return;
+	set.count = xlrec->count;
+	set.entries = record_entries(record, false);
+	if (set.entries == NULL)
+	{
+		pmh_leave();
+		return;
+	}
+
+	state = &ix->slot->shards[xlrec->shard];
+	LWLockAcquire(pmh_shard_lock(ix->slot, xlrec->shard), LW_EXCLUSIVE);
+	if (!state->broken)
+	{
+		PmhSegment	seg;
+		uint64		removed;
+
+		pmh_shard_segment(ix, xlrec->shard, &seg);
+		if (seg.unit != 0 &&
+			pmh_bulk_delete(&seg, &ops, record->EndRecPtr, &ix->persist, &state->counts,
+							&removed) != PMH_OK)
+			state->broken = true;
+	}
+	LWLockRelease(pmh_shard_lock(ix->slot, xlrec->shard));
+	pmh_leave();
+	pfree(set.entries);
+}
+
+/* Replay a rebuild: the shard's content becomes the record's. */
+static void
+redo_rebuild(XLogReaderState *record)
+{
+	xl_pmhash_entries *xlrec = (xl_pmhash_entries *) XLogRecGetData(record);
+	PmhIndex   *ix = redo_open(&xlrec->node);
+	PmhShardState *state;
+	PmhEntry   *entries;
+	PmhSegment	seg;
+	PmhStatus	st;
+
+	if (ix == NULL)
+		return;
+	entries = record_entries(record, true);
+	state = &ix->slot->shards[xlrec->shard];
+	if (entries == NULL)
+	{
+		state->broken = true;
+		pmh_leave();
+		return;
+	}
+	LWLockAcquire(pmh_shard_lock(ix->slot, xlrec->shard), LW_EXCLUSIVE);
+	/* a broken shard's segment is not used: it is replaced as if absent */
+	if (state->broken)
+		pmh_table_segment(&ix->table, xlrec->shard, 0, 0, &seg);
+	else
+		pmh_shard_segment(ix, xlrec->shard, &seg);
+	st = pmh_table_rebuild(&ix->table, &seg, entries, xlrec->count, 1,
+						   xlrec->fill_permille / 1000.0, record->EndRecPtr, &state->counts);
+	state->broken = st != PMH_OK;
+	LWLockRelease(pmh_shard_lock(ix->slot, xlrec->shard));
+	pmh_leave();
+	pfree(entries);
+}
+
+/* Replay the creation of an index file. */
+static void
+redo_create(XLogReaderState *record)
+{
+	xl_pmhash_create *xlrec = (xl_pmhash_create *) XLogRecGetData(record);
+	FullTransactionId creator = InvalidFullTransactionId;
+
+	if (xlrec->flags & XLOG_PMHASH_CREATE_TRANSACTIONAL)
+		creator = pmh_recent_full_xid(XLogRecGetXid(record));
+	pmh_create_for_redo(&xlrec->node, xlrec->generation, xlrec->shard_bits, creator);
+}
+
+/* Replay the copy of an index file to a new relfilenode. */
+static void
+redo_copy(XLogReaderState *record)
+{
+	xl_pmhash_copy *xlrec = (xl_pmhash_copy *) XLogRecGetData(record);
+
+	if (!pmh_copy_file(&xlrec->from, &xlrec->to))
+		note_unapplied(&xlrec->to);
+}
+
+/* rm_redo */
+static void
+pmhash_redo(XLogReaderState *record)
+{
+	uint8		info = XLogRecGetInfo(record) & ~XLR_INFO_MASK;
+
+	switch (info)
+	{
+		case XLOG_PMHASH_CREATE:
+			redo_create(record);
+			break;
+		case XLOG_PMHASH_INSERT:
+			redo_insert(record);
+			break;
+		case XLOG_PMHASH_DELETE:
+			redo_delete(record);
+			break;
+		case XLOG_PMHASH_REBUILD:
+			redo_rebuild(record);
+			break;
+		case XLOG_PMHASH_COPY:
+			redo_copy(record);
+			break;
+		default:
+			elog(PANIC, "pmhash_redo: unknown op code %u", info);
+	}
+	/* on ordinary files, bound what an OS crash of a standby can lose */
+	if (++records_since_sync >= 1024)
+	{
+		pmh_redo_synced(record->EndRecPtr);
+		records_since_sync = 0;
+	}
+}
+
+/* rm_desc: readable records for pg_walinspect. */
+static void
+pmhash_desc(StringInfo buf, XLogReaderState *record)
+{
+	uint8		info = XLogRecGetInfo(record) & ~XLR_INFO_MASK;
+	char	   *data = XLogRecGetData(record);
+
+	switch (info)
+	{
+		case XLOG_PMHASH_CREATE:
+			{
+				xl_pmhash_create *xlrec = (xl_pmhash_create *) data;
+
+				appendStringInfo(buf, "rel %u/%u/%u; generation " UINT64_FORMAT "; shards %u%s",
+								 xlrec->node.spcNode, xlrec->node.dbNode, xlrec->node.relNode,
+								 xlrec->generation, 1U << xlrec->shard_bits,
+								 (xlrec->flags & XLOG_PMHASH_CREATE_TRANSACTIONAL) ? "; transactional" : "");
+				break;
+			}
+		case XLOG_PMHASH_INSERT:
+			{
+				xl_pmhash_insert *xlrec = (xl_pmhash_insert *) data;
+
+				appendStringInfo(buf, "rel %u/%u/%u; entries %u; stamped since %X/%X",
+								 xlrec->node.spcNode, xlrec->node.dbNode, xlrec->node.relNode,
+								 xlrec->count, LSN_FORMAT_ARGS(xlrec->since));
+				break;
+			}
+		case XLOG_PMHASH_DELETE:
+		case XLOG_PMHASH_REBUILD:
+			{
+				xl_pmhash_entries *xlrec = (xl_pmhash_entries *) data;
+
+				appendStringInfo(buf, "rel %u/%u/%u; shard %u; entries " UINT64_FORMAT,
+								 xlrec->node.spcNode, xlrec->node.dbNode, xlrec->node.relNode,
+								 xlrec->shard, xlrec->count);
+				break;
+			}
+		case XLOG_PMHASH_COPY:
+			{
+				xl_pmhash_copy *xlrec = (xl_pmhash_copy *) data;
+
+				appendStringInfo(buf, "from rel %u/%u/%u; to rel %u/%u/%u",
+								 xlrec->from.spcNode, xlrec->from.dbNode, xlrec->from.relNode,
+								 xlrec->to.spcNode, xlrec->to.dbNode, xlrec->to.relNode);
+				break;
+			}
+	}
+}
+
+/* rm_identify */
+static const char *
+pmhash_identify(uint8 info)
+{
+	switch (info & ~XLR_INFO_MASK)
+	{
+		case XLOG_PMHASH_CREATE:
+			return "CREATE";
+		case XLOG_PMHASH_INSERT:
+			return "INSERT";
+		case XLOG_PMHASH_DELETE:
+			return "DELETE";
+		case XLOG_PMHASH_REBUILD:
+			return "REBUILD";
+		case XLOG_PMHASH_COPY:
+			return "COPY";
+	}
+	return NULL;
+}
+
+/*
+ * rm_startup: before replay, flag what a crash may have left unverified, or
+ * distrust every file if a restored backup did not contain them.
+ */
+static void
+pmhash_startup(void)
+{
+	bool		distrust = pmh_directory_restore_begin();
+
+	pmh_recovery_flag_files(GetRedoRecPtr(), distrust);
+}
+
+/* rm_cleanup: after replay, make it durable and hand over to normal running. */
+static void
+pmhash_cleanup(void)
+{
+	ListCell   *lc;
+
+	pmh_redo_synced(GetXLogReplayRecPtr(NULL));
+	pmh_directory_restore_end(GetXLogReplayRecPtr(NULL));
+	pmh_recovery_finish();
+	foreach(lc, unapplied_files)
+		pmh_mark_needs_rebuild((RelFileNode *) lfirst(lc));
+	list_free_deep(unapplied_files);
+	unapplied_files = NIL;
+}
+
+static RmgrData pmhash_rmgr = {
+	.rm_name = "pmhash",
+	.rm_redo = pmhash_redo,
+	.rm_desc = pmhash_desc,
+	.rm_identify = pmhash_identify,
+	.rm_startup = pmhash_startup,
+	.rm_cleanup = pmhash_cleanup,
+	.rm_mask = NULL,
+	.rm_decode = NULL,
+};
+
+/* Register the resource manager (from _PG_init, preloading only). */
+void
+pmh_wal_register(void)
+{
+	RegisterCustomRmgr(RM_PMHASH_ID, &pmhash_rmgr);
+}

@@ -1,0 +1,123 @@
+/*-------------------------------------------------------------------------
+ *
+ * pmxlog.c
+ *	  Writing pmhash's WAL records.
+ *
+ * Each function writes one record and returns its position; when each is
+ * called relative to its change and lock is in src/README, WAL records.
+ *
+ * Copyright (c) 2026, pmhash developers
+ *
+ * IDENTIFICATION
+ *	  src/pmxlog.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xloginsert.h"
+#include "utils/memutils.h"
+
+#include "pmhash.h"
+#include "pmxlog.h"
+
+/* Log the creation of an empty index file. */
+XLogRecPtr
+pmh_log_create(const RelFileNode *node, uint64 generation, uint32 shard_bits, bool transactional)
+{
+	xl_pmhash_create xlrec;
+
+	xlrec.node = *node;
+	xlrec.generation = generation;
+	xlrec.shard_bits = shard_bits;
+	xlrec.flags = transactional ? XLOG_PMHASH_CREATE_TRANSACTIONAL : 0;
+	XLogBeginInsert();
+	XLogRegisterData((char *) &xlrec, sizeof(xlrec));
+	return XLogInsert(RM_PMHASH_ID, XLOG_PMHASH_CREATE);
+}
+
+/* Log a batch of inserted entries, stamped in the file no earlier than since. */
+XLogRecPtr
+pmh_log_inserts(const RelFileNode *node, const PmhEntry *entries, uint32 count,
+				XLogRecPtr since)
+{
+	xl_pmhash_insert xlrec;
+	char	   *packed = palloc(count * PACKED_ENTRY_SIZE);
+	XLogRecPtr	lsn;
+
+	for (uint32 i = 0; i < count; i++)
+	{
+		memcpy(packed + i * PACKED_ENTRY_SIZE, &entries[i].hash, sizeof(uint32));
+		memcpy(packed + i * PACKED_ENTRY_SIZE + sizeof(uint32), &entries[i].tid,
+			   sizeof(ItemPointerData));
+	}
+	xlrec.node = *node;
+	xlrec.count = count;
+	xlrec.since = since;
+	XLogBeginInsert();
+	XLogRegisterData((char *) &xlrec, sizeof(xlrec));
+	XLogRegisterData(packed, count * PACKED_ENTRY_SIZE);
+	lsn = XLogInsert(RM_PMHASH_ID, XLOG_PMHASH_INSERT);
+	pfree(packed);
+	return lsn;
+}
+
+/* qsort comparator: entries by TID. */
+int
+pmh_entry_tid_cmp(const void *a, const void *b)
+{
+	return pmh_tid_cmp(((const PmhEntry *) a)->tid, ((const PmhEntry *) b)->tid);
+}
+
+/* Log a shard's entries, compactly encoded, as a DELETE or REBUILD record. */
+static XLogRecPtr
+log_entries(const RelFileNode *node, bool rebuild, uint32 shard, double fill,
+			const PmhEntry *entries, uint64 count)
+{
+	xl_pmhash_entries xlrec;
+	uint8	   *encoded = palloc_extended(pmh_encoded_max(count), MCXT_ALLOC_HUGE);
+	size_t		len;
+	XLogRecPtr	lsn;
+
+	len = pmh_encode_entries(entries, count, rebuild, encoded);
+	xlrec.node = *node;
+	xlrec.shard = shard;
+	xlrec.fill_permille = (uint32) (fill * 1000);
+	xlrec.count = count;
+	XLogBeginInsert();
+	XLogRegisterData((char *) &xlrec, sizeof(xlrec));
+	if (len > 0)
+		XLogRegisterData((char *) encoded, len);
+	lsn = XLogInsert(RM_PMHASH_ID, rebuild ? XLOG_PMHASH_REBUILD : XLOG_PMHASH_DELETE);
+	pfree(encoded);
+	return lsn;
+}
+
+/* Log the whole content of a rebuilt shard, sorted by hash. */
+XLogRecPtr
+pmh_log_rebuild(const RelFileNode *node, uint32 shard, double fill,
+				const PmhEntry *entries, uint64 count)
+{
+	return log_entries(node, true, shard, fill, entries, count);
+}
+
+/* Log the entries VACUUM deleted from a shard (sorted here by TID). */
+XLogRecPtr
+pmh_log_delete(const RelFileNode *node, uint32 shard, PmhEntry *entries, uint64 count)
+{
+	qsort(entries, count, sizeof(PmhEntry), pmh_entry_tid_cmp);
+	return log_entries(node, false, shard, 0, entries, count);
+}
+
+/* Log that an index file was copied to a new relfilenode. */
+XLogRecPtr
+pmh_log_copy(const RelFileNode *from, const RelFileNode *to)
+{
+	xl_pmhash_copy xlrec;
+
+	xlrec.from = *from;
+	xlrec.to = *to;
+	XLogBeginInsert();
+	XLogRegisterData((char *) &xlrec, sizeof(xlrec));
+	return XLogInsert(RM_PMHASH_ID, XLOG_PMHASH_COPY);
+}

@@ -1,0 +1,73 @@
+/*-------------------------------------------------------------------------
+ *
+ * pmxlog.h
+ *	  WAL record formats of pmhash (resource manager 187).
+ *
+ * What each record means, when it is written and how it is replayed:
+ * src/README, WAL records.
+ *
+ * Copyright (c) 2026, pmhash developers
+ *
+ * IDENTIFICATION
+ *	  src/pmxlog.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PMXLOG_H
+#define PMXLOG_H
+
+#include "access/xlogdefs.h"
+#include "storage/itemptr.h"
+#include "storage/relfilenode.h"
+
+#define XLOG_PMHASH_CREATE		0x00
+#define XLOG_PMHASH_INSERT		0x10
+#define XLOG_PMHASH_DELETE		0x20
+#define XLOG_PMHASH_REBUILD		0x30
+#define XLOG_PMHASH_COPY		0x40
+
+typedef struct xl_pmhash_create
+{
+	RelFileNode node;
+	uint64		generation;
+	uint32		shard_bits;
+	uint32		flags;
+} xl_pmhash_create;
+
+/* CREATE flags */
+#define XLOG_PMHASH_CREATE_TRANSACTIONAL	0x0001	/* undone if the record's
+													 * transaction aborts */
+
+/*
+ * INSERT: a batch of entries one backend inserted, each stamped in the file
+ * with a WAL position no earlier than since.  Followed by count packed
+ * (hash, TID) pairs of 10 bytes.
+ */
+typedef struct xl_pmhash_insert
+{
+	RelFileNode node;
+	uint32		count;
+	XLogRecPtr	since;
+} xl_pmhash_insert;
+
+#define PACKED_ENTRY_SIZE	(sizeof(uint32) + sizeof(ItemPointerData))
+
+/*
+ * DELETE and REBUILD: a shard and its entries, encoded by pmh_codec.c: for
+ * DELETE only TIDs (sorted), for REBUILD the whole content (sorted by hash).
+ */
+typedef struct xl_pmhash_entries
+{
+	RelFileNode node;
+	uint32		shard;
+	uint32		fill_permille;	/* REBUILD: bucket fill of the new layout */
+	uint64		count;
+} xl_pmhash_entries;
+
+typedef struct xl_pmhash_copy
+{
+	RelFileNode from;
+	RelFileNode to;
+} xl_pmhash_copy;
+
+#endif							/* PMXLOG_H */
