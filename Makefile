@@ -55,8 +55,10 @@ $(OBJS): $(wildcard $(srcdir)/src/*.h $(srcdir)/src/core/*.h)
 
 # the core builds and is tested without PostgreSQL
 CORE_SRCS = $(wildcard $(srcdir)/src/core/*.c)
-CORE_HDRS = $(wildcard $(srcdir)/src/core/*.h) $(srcdir)/test/core/memtable.h
-test/core/test_core: $(srcdir)/test/core/test_core.c $(srcdir)/test/core/memtable.c $(CORE_SRCS) $(CORE_HDRS)
+CORE_HDRS = $(wildcard $(srcdir)/src/core/*.h $(srcdir)/test/core/*.h)
+# the core tests: one binary of test_main.c, test_util.c and one file per core module
+CORE_TEST_SRCS = $(wildcard $(srcdir)/test/core/test_*.c) $(srcdir)/test/core/memtable.c
+test/core/test_core: $(CORE_TEST_SRCS) $(CORE_SRCS) $(CORE_HDRS)
 	$(CC) -std=gnu11 -O2 -g -Wall -Wextra -Werror -pthread -o $@ $(filter %.c,$^)
 
 .PHONY: core-check

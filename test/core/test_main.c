@@ -1,0 +1,87 @@
+/*-------------------------------------------------------------------------
+ *
+ * test_main.c
+ *	  Unit tests of the PostgreSQL-free pmhash core: runs every test and
+ *	  prints a TAP-like line for each.
+ *
+ * Each test compares the table with a model (every entry it was given),
+ * verifies the structure, and is counted once as passed or failed; the
+ * table tests run once without checksums and once with.  The tests are in
+ * one file per core module (test_lookup.c, test_modify.c, ...), their
+ * shared parts in test_util.c.
+ *
+ * Copyright (c) 2026, pmhash developers
+ *
+ * IDENTIFICATION
+ *	  test/core/test_main.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <stdio.h>
+
+#include "test_util.h"
+
+static int	passed;
+static int	failed;
+
+/* A test and the name its TAP line gives it. */
+typedef struct TestCase
+{
+	const char *name;
+	void		(*fn) (void);
+} TestCase;
+
+/* Run one test and print its TAP line. */
+static void
+run_test(const TestCase *test, const char *suffix)
+{
+	test_failed = 0;
+	test->fn();
+	printf("%s %d - core %s%s\n", test_failed ? "not ok" : "ok", passed + failed + 1,
+		   test->name, suffix);
+	if (test_failed)
+		failed++;
+	else
+		passed++;
+}
+
+int
+main(void)
+{
+	TestCase	tests[] = {
+		{"match", test_match},
+		{"freemap", test_freemap},
+		{"sort", test_sort},
+		{"codec", test_codec},
+		{"checksums", test_checksums},
+		/* from here on, once without checksums and once with */
+		{"unique_keys", test_unique_keys},
+		{"codes", test_codes},
+		{"heavy_duplicates", test_heavy_duplicates},
+		{"mixed_duplicates", test_mixed_duplicates},
+		{"deletes", test_deletes},
+		{"clustered_hashes", test_clustered_hashes},
+		{"crashes", test_crashes},
+		{"damage", test_damage},
+		{"reader_race", test_reader_race},
+		{"unverified", test_unverified},
+		{"replay", test_replay},
+	};
+	const size_t ntests = sizeof(tests) / sizeof(tests[0]);
+	const size_t first_table_test = 5;
+
+	printf("# hash comparison: %s\n", pmh_match_impl());
+	for (size_t i = 0; i < ntests; i++)
+	{
+		memtable_checksums = 0;
+		run_test(&tests[i], "");
+	}
+	for (size_t i = first_table_test; i < ntests; i++)
+	{
+		memtable_checksums = 1;
+		run_test(&tests[i], " with checksums");
+	}
+	printf("1..%d\n", passed + failed);
+	printf("core: %d passed, %d failed\n", passed, failed);
+	return failed ? 1 : 0;
+}

@@ -1,0 +1,258 @@
+/*-------------------------------------------------------------------------
+ *
+ * test_modify.c
+ *	  Core tests of inserts and deletes (src/core/pmh_modify.c): duplicates
+ *	  and posting chains, bulk and single deletes, unverified entries and
+ *	  WAL replay.
+ *
+ * Copyright (c) 2026, pmhash developers
+ *
+ * IDENTIFICATION
+ *	  test/core/test_modify.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <stdlib.h>
+
+#include "test_util.h"
+
+/* One key with 100,000 rows among others: chains hold them all. */
+void
+test_heavy_duplicates(void)
+{
+	MemTable   *mt = memtable_create(2, 64, 0);
+	Model		m = {0};
+	PmhStats	stats = {0};
+	uint32_t	heavy = mix(777);
+
+	for (uint64_t k = 0; k < 120000 && !test_failed; k++)
+		add(mt, &m, (k % 6 == 0 || k >= 20000) ? heavy : mix(k));
+	check_table(mt, &m);
+	for (uint32_t s = 0; s < 4; s++)
+	{
+		PmhSegment	seg;
+
+		memtable_segment(mt, s, &seg);
+		if (seg.unit == 0)
+			continue;
+		pmh_segment_stats(&seg, &stats);
+	}
+	CHECK(stats.chains >= 1 && stats.chained_entries >= 100000,
+		  "expected the heavy key in chains: %llu chains, %llu chained",
+		  (unsigned long long) stats.chains, (unsigned long long) stats.chained_entries);
+	CHECK(stats.max_probe <= 2 * PMH_MAX_PROBE + 2, "runs too long: %u", stats.max_probe);
+	free_table(mt, &m);
+}
+
+/* Many keys with 1 to 40 copies each, in random order, around the chain threshold. */
+void
+test_mixed_duplicates(void)
+{
+	MemTable   *mt = memtable_create(4, 64, 0);
+	Model		m = {0};
+	uint64_t	todo[3000];
+	uint64_t	left = 0;
+
+	for (int k = 0; k < 3000; k++)
+		left += todo[k] = 1 + rnd() % 40;
+	while (left > 0 && !test_failed)
+	{
+		int			k = (int) (rnd() % 3000);
+
+		if (todo[k] == 0)
+			continue;
+		todo[k]--;
+		left--;
+		add(mt, &m, mix(k));
+	}
+	check_and_free(mt, &m);
+}
+
+/* Deletes: bulk and single, shrinking, and reuse of freed space. */
+void
+test_deletes(void)
+{
+	MemTable   *mt = memtable_create(4, 64, 0);
+	Model		m = {0};
+	uint64_t	removed;
+	uint64_t	units_full;
+	uint64_t	free_before;
+
+	for (uint64_t k = 0; k < 100000 && !test_failed; k++)
+		add(mt, &m, k % 10 == 0 ? mix(k % 1000) : mix(k));
+	for (uint64_t i = 0; i < m.n; i++)
+		m.dead[i] = rnd() % 2;
+	removed = delete_dead(mt, &m);
+	CHECK(removed > 40000 && removed < 60000, "removed %llu", (unsigned long long) removed);
+	check_table(mt, &m);
+
+	/* presence, then a sparse delete */
+	for (uint64_t i = 0; i < m.n && !test_failed; i += 7)
+	{
+		uint32_t	shard = pmh_shard_of(m.hash[i], 4);
+		PmhSegment	seg;
+
+		memtable_segment(mt, shard, &seg);
+		CHECK(pmh_contains(&seg, m.hash[i], tid_of(i)) == !m.dead[i], "contains entry %llu",
+			  (unsigned long long) i);
+		m.dead[i] = 1;
+	}
+	delete_dead(mt, &m);
+	check_table(mt, &m);
+
+	/* mass delete: shards shrink and their space becomes free */
+	units_full = mt->units;
+	free_before = pmh_freemap_total(&mt->freemap);
+	for (uint64_t i = 0; i < m.n; i++)
+		m.dead[i] |= rnd() % 100 != 0;
+	delete_dead(mt, &m);
+	check_table(mt, &m);
+	CHECK(pmh_freemap_total(&mt->freemap) > free_before + units_full / 2,
+		  "shrinking freed too little: %llu of %llu units free",
+		  (unsigned long long) pmh_freemap_total(&mt->freemap), (unsigned long long) units_full);
+
+	/* inserting again reuses the freed space */
+	for (uint64_t k = 0; k < 30000 && !test_failed; k++)
+		add(mt, &m, mix(1000000 + k));
+	check_table(mt, &m);
+	CHECK(mt->units == units_full, "file grew from %llu to %llu units despite free space",
+		  (unsigned long long) units_full, (unsigned long long) mt->units);
+	free_table(mt, &m);
+}
+
+/*
+ * Entries changed after a recovery point are flagged unverified; lookups
+ * report them, a new insert of the same entry confirms it instead of
+ * storing it twice, rebuilds keep the flag, and VACUUM's phantom check
+ * removes phantoms and confirms the rest.
+ */
+void
+test_unverified(void)
+{
+	uint64_t	first_phantom = 21500;	/* entries from here on become phantoms */
+	MemTable   *mt = memtable_create(2, 64, 0);
+	Model		m = {0};
+	uint64_t	point;
+	uint64_t	flagged;
+	uint64_t	live;
+	int			unverified_after = 0;
+	PmhDeleteOps ops = {NULL, entry_from, NULL, &first_phantom};
+
+	for (uint64_t k = 0; k < 20000; k++)
+		add(mt, &m, k % 4 == 0 ? mix(k % 40) : mix(k));
+	point = mt->lsn;
+	for (uint64_t k = 20000; k < 22000; k++)
+		add(mt, &m, k % 4 == 0 ? mix(k % 40) : mix(k));
+	flagged = memtable_flag_unverified(mt, point);
+	CHECK(flagged >= 2000, "only %llu entries flagged", (unsigned long long) flagged);
+	for (uint64_t k = 20000; k < 22000; k++)
+		unverified_after += memtable_lookup_unverified(mt, m.hash[k]) > 0;
+	CHECK(unverified_after == 2000, "%d of 2000 late entries reported unverified", unverified_after);
+	check_table(mt, &m);
+
+	/* re-inserting an unverified entry confirms it */
+	for (uint64_t k = 20000; k < 21000; k++)
+		CHECK(memtable_insert(mt, m.hash[k], tid_of(k)) == PMH_PRESENT, "re-insert of %llu",
+			  (unsigned long long) k);
+	check_table(mt, &m);
+
+	/* growth keeps the flags */
+	for (uint64_t k = 22000; k < 60000; k++)
+		add(mt, &m, mix(k));
+	check_table(mt, &m);
+	CHECK(memtable_lookup_unverified(mt, m.hash[21500]) > 0, "flag lost by a rebuild");
+
+	/* VACUUM's check removes phantoms and confirms the others */
+	for (uint64_t i = first_phantom; i < 22000; i++)
+		m.dead[i] = 1;
+	memtable_bulk_delete(mt, &ops);
+	check_table(mt, &m);
+	for (uint64_t k = 0; k < m.n && !test_failed; k++)
+		CHECK(m.dead[k] || memtable_lookup_unverified(mt, m.hash[k]) == 0,
+			  "entry %llu still unverified", (unsigned long long) k);
+	CHECK(memtable_verify(mt, &live) == NULL, "verify");
+	free_table(mt, &m);
+}
+
+/* One logged change of the replay test. */
+typedef struct LoggedOp
+{
+	uint64_t	lsn;
+	uint64_t	entry;			/* inserted entry, or first of a deleted range */
+	uint64_t	until;			/* deletes: end of the range */
+	int			is_delete;
+} LoggedOp;
+
+static uint64_t replay_from;	/* range of entries a logged delete removes */
+static uint64_t replay_until;
+
+/* Dead-TID callback of a logged delete: every other entry of its range. */
+static int
+in_replay_range(void *arg, PmhTid tid)
+{
+	(void) arg;
+	return index_of(tid) >= replay_from && index_of(tid) < replay_until && index_of(tid) % 2 == 0;
+}
+
+/*
+ * WAL replay after a crash: the file already holds some changes of the
+ * replayed range (all of them, or a prefix).  Replaying inserts only where
+ * absent and deletes by set leaves exactly the final content, with no
+ * duplicates, including entries of a heavy key in chains.
+ */
+void
+test_replay(void)
+{
+	for (int round = 0; round < 6 && !test_failed; round++)
+	{
+		MemTable   *mt = memtable_create(1, 64, 0);
+		Model		m = {0};
+		LoggedOp   *log = calloc(40000, sizeof(LoggedOp));
+		int			nlog = 0;
+		uint64_t	redo_start;
+		int			crash_after;
+		uint64_t	live;
+
+		for (uint64_t k = 0; k < 30000; k++)
+		{
+			add(mt, &m, k % 3 == 0 ? mix(round) : mix(round * 1000000 + k));
+			log[nlog++] = (LoggedOp) {mt->lsn, k, 0, 0};
+			if (k % 7000 == 6999)
+			{
+				PmhDeleteOps ops = {in_replay_range, NULL, NULL, NULL};
+
+				replay_from = k - 6999;
+				replay_until = k - 3000;
+				for (uint64_t d = replay_from; d < replay_until; d += 2)
+					m.dead[d] = 1;
+				memtable_bulk_delete(mt, &ops);
+				log[nlog++] = (LoggedOp) {mt->lsn, replay_from, replay_until, 1};
+			}
+		}
+		/* the crash: a file with all changes, or with those up to a point */
+		redo_start = log[nlog / 3].lsn;
+		crash_after = round % 2 ? nlog : nlog - 1;
+		(void) crash_after;
+		memtable_flag_unverified(mt, redo_start);
+		for (int i = nlog / 3; i < nlog; i++)
+		{
+			LoggedOp   *op = &log[i];
+
+			if (op->is_delete)
+			{
+				PmhDeleteOps ops = {in_replay_range, NULL, NULL, NULL};
+
+				replay_from = op->entry;
+				replay_until = op->until;
+				memtable_bulk_delete(mt, &ops);
+			}
+			else
+				CHECK(memtable_replay(mt, m.hash[op->entry], tid_of(op->entry), op->lsn) != PMH_CORRUPT,
+					  "replay of entry %llu", (unsigned long long) op->entry);
+		}
+		check_table(mt, &m);
+		CHECK(memtable_verify(mt, &live) == NULL, "verify after replay");
+		free_table(mt, &m);
+		free(log);
+	}
+}
