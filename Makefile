@@ -44,8 +44,21 @@ PGFILEDESC = "pmhash - persistent hash index access method"
 PG_CPPFLAGS = -I$(srcdir)/src -isystem $(shell $(PG_CONFIG) --includedir-server)
 SHLIB_LINK = -lpmem
 
-REGRESS =
+# make installcheck: the pg_regress suite (sql/*.sql but the extension
+# script, expected/*.out) against an installed, running server, which must
+# have pmhash in shared_preload_libraries (the tests CREATE EXTENSION pmhash
+# in a fresh database); PGHOST, PGPORT and PGUSER say which server.
+REGRESS = $(sort $(patsubst %.sql,%,$(filter-out $(EXTENSION)--%, \
+	$(notdir $(wildcard $(srcdir)/sql/*.sql)))))
 REGRESS_OPTS = --inputdir=$(srcdir) --outputdir=$(CURDIR)
+
+# make prove_installcheck: the TAP tests in test/t/ (PROVE_TESTS=test/t/001_files.pl
+# for one file) against the installed pmhash; they start their own clusters,
+# so need no running server, but, as initdb, refuse to run as root.  Their
+# logs go to tmp_check/ in the directory make runs in (make -f
+# /path/to/Makefile from another directory keeps the source tree clean).
+PROVE_TESTS = test/t/*.pl
+EXTRA_CLEAN = tmp_check
 
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
@@ -64,3 +77,10 @@ test/core/test_core: $(CORE_TEST_SRCS) $(CORE_SRCS) $(CORE_HDRS)
 .PHONY: core-check
 core-check: test/core/test_core
 	./test/core/test_core
+
+# PGXS defines how to run prove (cd to the source directory, PG_REGRESS,
+# TESTDIR, the include path of PostgreSQL::Test) but no target of its own;
+# TAP_TESTS = 1 would make installcheck run the TAP tests too
+.PHONY: prove_installcheck
+prove_installcheck:
+	$(prove_installcheck)
