@@ -7,23 +7,29 @@ EXTVERSION = 0.1
 
 MODULE_big = pmhash
 OBJS = \
+	src/pmattach.o \
 	src/pmbuild.o \
+	src/pmcleaner.o \
 	src/pmcost.o \
 	src/pmdirectory.o \
-	src/pmdrop.o \
 	src/pmfault.o \
-	src/pmfile.o \
+	src/pmfilename.o \
 	src/pmfuncs.o \
 	src/pmhash.o \
 	src/pminsert.o \
+	src/pmmap.o \
+	src/pmmeta.o \
 	src/pmrecovery.o \
 	src/pmredo.o \
 	src/pmscan.o \
 	src/pmshard.o \
 	src/pmshmem.o \
+	src/pmspace.o \
+	src/pmstorage.o \
 	src/pmutility.o \
 	src/pmvacuum.o \
 	src/pmvalidate.o \
+	src/pmxact.o \
 	src/pmxlog.o \
 	src/core/pmh_alloc.o \
 	src/core/pmh_checksum.o \

@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * pmfault.c
- *	  Turning a fault on a mapped index file into an ERROR.
+ *	  Reporting damaged index files, and turning a fault on a mapped index
+ *	  file into an ERROR.
  *
  * Reading a mapped file past its end, after someone truncated it, or
  * reading poisoned persistent memory raises SIGBUS, which would take the
@@ -22,6 +23,8 @@
 #include "postgres.h"
 
 #include <signal.h>
+
+#include "utils/builtins.h"
 
 #include "pmhash.h"
 
@@ -117,4 +120,15 @@ pmh_fault_init(void)
 	act.sa_flags = SA_SIGINFO | SA_NODEFER;
 	sigemptyset(&act.sa_mask);
 	sigaction(SIGBUS, &act, NULL);
+}
+
+/* Report a damaged index; the hint says how to repair it. */
+void
+pmh_raise_damaged(const char *index_name, const char *detail)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INDEX_CORRUPTED),
+			 errmsg("pmhash index \"%s\" is damaged", index_name),
+			 errdetail("%s", detail),
+			 errhint("Rebuild the index with REINDEX INDEX %s.", quote_identifier(index_name))));
 }

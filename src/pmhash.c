@@ -140,7 +140,7 @@ _PG_init(void)
 	shmem_request_hook = pmhash_shmem_request;
 	prev_shmem_startup_hook = shmem_startup_hook;
 	shmem_startup_hook = pmhash_shmem_startup;
-	pmh_drop_init();
+	pmh_xact_init();
 	pmh_utility_init();
 	pmh_fault_init();
 	register_worker();

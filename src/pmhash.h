@@ -193,41 +193,65 @@ extern void pmh_fault_init(void);
 extern void pmh_fault_register(const char *base, size_t len);
 extern void pmh_fault_unregister(const char *base);
 extern void pmh_fault_set_index(const char *name);
+extern void pmh_raise_damaged(const char *index_name, const char *detail) pg_attribute_noreturn();
 
-/* pmfile.c */
+/* pmfilename.c */
 extern void pmh_file_key(Relation index, PmhFileKey *key);
+extern void pmh_permanent_key(const RelFileNode *node, PmhFileKey *key);
 extern void pmh_file_path(const PmhFileKey *key, char *path);
-extern PmhIndex *pmh_open_file(Relation index);
-extern const char *pmh_check_attached_header(PmhIndex *ix);
-extern PmhIndex *pmh_open_for_redo(const RelFileNode *node);
-extern PmhIndex *pmh_create(Relation index, uint32 shard_bits, bool deferred, bool transactional);
+extern bool pmh_parse_file_name(const char *name, Oid *db, Oid *rel, BackendId *backend);
+
+/* pmmeta.c */
+extern void pmh_read_meta(Relation index, PmhashMetaData *meta, XLogRecPtr *lsn);
+extern void pmh_write_meta(Relation index, ForkNumber fork, const PmhashMetaData *meta);
+extern uint64 pmh_new_generation(void);
+extern void pmh_make_meta(PmhashMetaData *meta, uint64 generation, uint32 shard_bits,
+						  uint32 flags);
+extern void pmh_write_init_meta(Relation index, uint32 shard_bits);
+
+/* pmmap.c */
+extern PmhIndex *pmh_local_entry(const PmhFileKey *key);
+extern void pmh_unmap_local(PmhIndex *ix);
+extern void pmh_drop_local(const PmhFileKey *key);
+extern void pmh_prune_locals(void);
+extern void pmh_map_file(PmhIndex *ix, const char *path);
+extern void pmh_ensure_mapped(PmhIndex *ix, uint64 end_unit);
+extern void pmh_foreach_local(void (*fn) (PmhIndex *ix));
+extern void pmh_pmem_flush(void *arg, const void *addr, size_t len);
+extern void pmh_pmem_drain(void *arg);
+extern void pmh_sync_dirty(PmhIndex *ix);
+extern void pmh_sync_all_dirty(void);
+extern PmhPersist pmh_normal_persist(PmhIndex *ix);
+extern void pmh_persist_range(char *base, size_t len, int is_pmem, const char *path);
+extern void pmh_redo_will_change(PmhIndex *ix);
+extern void pmh_redo_synced(XLogRecPtr lsn);
+
+/* pmspace.c */
+extern uint64 pmh_space_alloc(void *arg, uint64 units);
+extern void pmh_space_free(void *arg, uint64 unit, uint64 units);
+extern void pmh_finish_deferred(PmhIndex *ix);
+
+/* pmstorage.c */
+extern void pmh_create_file(const PmhFileKey *key, const char *path, uint32 shard_bits,
+							uint64 generation, uint32 state, bool durable, bool transactional,
+							FullTransactionId creator);
 extern void pmh_create_for_redo(const RelFileNode *node, uint64 generation, uint32 shard_bits,
 								FullTransactionId creator);
 extern bool pmh_copy_file(const RelFileNode *from, const RelFileNode *to);
 extern void pmh_create_placeholder(const RelFileNode *node);
-extern void pmh_write_init_meta(Relation index, uint32 shard_bits);
-extern void pmh_set_file_state(const char *path, uint64 set_bits);
 extern bool pmh_read_file_header(const char *path, PmhFileHeader *hdr);
+extern void pmh_set_file_state(const char *path, uint64 set_bits);
 extern void pmh_settle_file_creator(const char *path);
-extern void pmh_read_meta(Relation index, PmhashMetaData *meta, XLogRecPtr *lsn);
-extern void pmh_write_meta(Relation index, ForkNumber fork, const PmhashMetaData *meta);
-extern void pmh_ensure_mapped(PmhIndex *ix, uint64 end_unit);
-extern void pmh_sync_dirty(PmhIndex *ix);
-extern void pmh_pmem_flush(void *arg, const void *addr, size_t len);
-extern void pmh_pmem_drain(void *arg);
-extern void pmh_sync_all_dirty(void);
-extern void pmh_foreach_local(void (*fn) (PmhIndex *ix));
-extern void pmh_redo_will_change(PmhIndex *ix);
-extern void pmh_redo_synced(XLogRecPtr lsn);
-extern void pmh_finish_deferred(PmhIndex *ix);
-extern void pmh_drop_local(const PmhFileKey *key);
 extern void pmh_unlink_file(const char *path);
-extern void pmh_raise_damaged(const char *index_name, const char *detail) pg_attribute_noreturn();
+
+/* pmattach.c */
+extern PmhIndex *pmh_open_file(Relation index);
+extern PmhIndex *pmh_open_for_redo(const RelFileNode *node);
+extern PmhIndex *pmh_create(Relation index, uint32 shard_bits, bool deferred, bool transactional);
+extern const char *pmh_check_attached_header(PmhIndex *ix);
 
 /* pmshard.c */
 #define PMH_INSERT_BATCH		256		/* entries per INSERT record at most */
-extern void pmh_flush_pending_all(void);
-extern void pmh_discard_pending_all(void);
 extern uint32 pmh_hash_datum(Relation index, Datum value);
 extern void pmh_check_tid(Relation index, ItemPointer tid);
 extern void pmh_insert_entry(Relation index, PmhIndex *ix, uint32 hash, ItemPointer tid);
@@ -263,13 +287,16 @@ extern double pmh_build_fill(Relation index);
 /* pmutility.c */
 extern void pmh_utility_init(void);
 
-/* pmdrop.c */
-extern void pmh_drop_init(void);
-extern void pmh_remember_created(const PmhFileKey *key, Oid relid, const char *path);
+/* pmcleaner.c */
 extern void pmh_sweep_orphans(int elevel);
 extern FullTransactionId pmh_recent_full_xid(TransactionId xid);
 extern bool pmh_find_main_fork(Oid db, Oid rel, BackendId backend, RelFileNode *node);
 extern void pmhash_worker_main(Datum arg) pg_attribute_noreturn();
+
+/* pmxact.c */
+extern void pmh_xact_init(void);
+extern void pmh_remember_created(const PmhFileKey *key, Oid relid, const char *path);
+extern void pmh_queue_insert(PmhIndex *ix, uint32 hash, PmhTid tid, XLogRecPtr lsn);
 
 /* access method callbacks */
 extern IndexBuildResult *pmhashbuild(Relation heap, Relation index, IndexInfo *indexInfo);

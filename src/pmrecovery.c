@@ -97,10 +97,11 @@ pmh_recovery_flag_files(XLogRecPtr redo_start, bool distrust)
 		char		path[MAXPGPATH];
 		Oid			db;
 		Oid			rel;
-		char		tail[8];
+		BackendId	backend;
 
 		/* temporary and unlogged indexes are gone or reset after a crash */
-		if (sscanf(de->d_name, "%u_%u.%7s", &db, &rel, tail) != 3 || strcmp(tail, "pmh") != 0)
+		if (!pmh_parse_file_name(de->d_name, &db, &rel, &backend) ||
+			backend != InvalidBackendId)
 			continue;
 		snprintf(path, MAXPGPATH, "%s/%s", pmhash_directory, de->d_name);
 		if (!distrust)

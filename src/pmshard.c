@@ -1,8 +1,10 @@
 /*-------------------------------------------------------------------------
  *
  * pmshard.c
- *	  Hashing keys and the shard-level entry points used by inserts and
- *	  scans: locking, logging, growth and the lock-free probe.
+ *	  Hashing keys and the shard-level entry points of inserts and scans:
+ *	  the shard lock, growth and the lock-free probe (src/README, Readers
+ *	  and Writers).  Inserted entries are queued for INSERT records in
+ *	  pmxact.c.
  *
  * Copyright (c) 2026, pmhash developers
  *
@@ -105,69 +107,6 @@ raise_broken(Relation index, uint32 shard)
 			 errhint("Wait for recovery to progress, or promote the server.")));
 }
 
-static bool any_pending = false;
-
-/* WAL-log the inserted entries of one index that are not logged yet. */
-static void
-flush_pending(PmhIndex *ix)
-{
-	if (ix->npending == 0)
-		return;
-	pmh_log_inserts(&ix->node, ix->pending, ix->npending, ix->pending_since);
-	ix->npending = 0;
-}
-
-/* Apply fn to every index that may hold unlogged entries, if any does. */
-static void
-visit_pending(void (*fn) (PmhIndex *ix))
-{
-	if (any_pending)
-		pmh_foreach_local(fn);
-	any_pending = false;
-}
-
-/* WAL-log every inserted entry not logged yet (before the commit record). */
-void
-pmh_flush_pending_all(void)
-{
-	visit_pending(flush_pending);
-}
-
-/* Forget one index's unlogged entries (their transaction aborted). */
-static void
-discard_pending(PmhIndex *ix)
-{
-	ix->npending = 0;
-}
-
-/* Forget every unlogged entry: the transaction aborted, its tuples are dead. */
-void
-pmh_discard_pending_all(void)
-{
-	visit_pending(discard_pending);
-}
-
-/*
- * Remember an entry applied with stamp lsn, to be logged with others in one
- * INSERT record.  Replay inserts only what is absent, and a REBUILD record
- * of the shard either includes the entry or comes before this one, so the
- * delay loses nothing; the record is written before the commit record.
- */
-static void
-queue_insert(PmhIndex *ix, uint32 hash, PmhTid tid, XLogRecPtr lsn)
-{
-	if (ix->pending == NULL)
-		ix->pending = MemoryContextAlloc(TopMemoryContext, PMH_INSERT_BATCH * sizeof(PmhEntry));
-	if (ix->npending == 0)
-		ix->pending_since = lsn;
-	ix->pending[ix->npending].hash = hash;
-	ix->pending[ix->npending].tid = tid;
-	ix->pending[ix->npending].flags = 0;
-	any_pending = true;
-	if (++ix->npending == PMH_INSERT_BATCH)
-		flush_pending(ix);
-}
-
 /*
  * Insert one entry, growing its shard when needed.  Its bucket is stamped
  * with the current WAL insert position; the entry is logged later, in a
@@ -192,7 +131,7 @@ pmh_insert_entry(Relation index, PmhIndex *ix, uint32 hash, ItemPointer tid)
 	st = pmh_table_insert(&ix->table, &seg, &state->counts, hash, ptid, lsn, PMH_INSERT_NEW, 0);
 	LWLockRelease(lock);
 	if (ix->logged && (st == PMH_OK || st == PMH_PRESENT))
-		queue_insert(ix, hash, ptid, lsn);
+		pmh_queue_insert(ix, hash, ptid, lsn);
 	if (st == PMH_CORRUPT)
 		pmh_raise_shard_damaged(RelationGetRelationName(index), shard);
 	if (st == PMH_FULL)

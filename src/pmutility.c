@@ -185,12 +185,12 @@ carry_template_files(CreatedbStmt *stmt)
 	{
 		Oid			db;
 		Oid			rel;
-		char		tail[8];
+		BackendId	backend;
 		RelFileNode from;
 		RelFileNode to;
 
-		if (sscanf(de->d_name, "%u_%u.%7s", &db, &rel, tail) != 3 ||
-			strcmp(tail, "pmh") != 0 || db != template_oid)
+		if (!pmh_parse_file_name(de->d_name, &db, &rel, &backend) ||
+			backend != InvalidBackendId || db != template_oid)
 			continue;
 		from.spcNode = InvalidOid;
 		from.dbNode = template_oid;

@@ -1,26 +1,23 @@
 /*-------------------------------------------------------------------------
  *
- * pmdrop.c
- *	  Removing index files at the right moment: after the commit that drops
- *	  or replaces an index, after the abort of the transaction that created
- *	  one, and, for files left behind by a crash, by a background sweep.
+ * pmxact.c
+ *	  What pmhash does at transaction boundaries: the steps before a commit
+ *	  record, and the files a commit removes or an abort undoes.
  *
- * Core drops an index's main fork through its pending-delete list; just
- * before commit we read that list and remove the matching files once the
- * commit is done.  Files created by an aborted (sub)transaction are removed
- * at its abort.  Temporary indexes are tracked by this backend and removed
- * when their relation is gone, or when the session ends.  Any file whose
- * main fork no longer exists is an orphan, which the file cleaner removes
- * at startup and every minute, and so is a file whose header names a
- * creating transaction that neither committed nor is still running (a
- * crash cut it short before its abort could remove the file).  Creation
- * and the sweep are serialized so that a reused relfilenode never loses
- * its new file.
+ * Before the commit record (src/README, Persistence paths): the pending
+ * INSERT records of every index are written, every dirty range is made
+ * durable, and the files of relations whose storage the commit drops are
+ * collected, to be removed once the commit is done.  Core drops an index's
+ * main fork through its pending-delete list; the files follow it.  Files
+ * created by an aborted (sub)transaction are removed at its abort.
+ * Temporary index files are tracked by this backend and removed with their
+ * relation, or when the session ends.  A dropped database leaves orphans to
+ * sweep at commit.
  *
  * Copyright (c) 2026, pmhash developers
  *
  * IDENTIFICATION
- *	  src/pmdrop.c
+ *	  src/pmxact.c
  *
  *-------------------------------------------------------------------------
  */
@@ -30,30 +27,16 @@
 #include <unistd.h>
 
 #include "access/htup_details.h"
-#include "access/transam.h"
 #include "access/xact.h"
-#include "access/xlog.h"
 #include "catalog/objectaccess.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_database.h"
-#include "catalog/pg_tablespace_d.h"
 #include "catalog/storage.h"
-#include "common/relpath.h"
-#include "miscadmin.h"
-#include "pgstat.h"
-#include "postmaster/bgworker.h"
-#include "postmaster/interrupt.h"
-#include "storage/fd.h"
 #include "storage/ipc.h"
-#include "storage/latch.h"
-#include "storage/procarray.h"
-#include "tcop/tcopprot.h"
 #include "utils/memutils.h"
 #include "utils/syscache.h"
 
 #include "pmhash.h"
-
-#define SWEEP_INTERVAL_MS	60000
 
 typedef struct TrackedFile
 {
@@ -69,6 +52,68 @@ static List *commit_unlinks = NIL;	/* to remove once the commit is done */
 static bool sweep_at_commit = false;
 static bool exit_callback_registered = false;
 static object_access_hook_type prev_object_access_hook = NULL;
+static bool any_pending = false;
+
+/* WAL-log the inserted entries of one index that are not logged yet. */
+static void
+flush_pending(PmhIndex *ix)
+{
+	if (ix->npending == 0)
+		return;
+	pmh_log_inserts(&ix->node, ix->pending, ix->npending, ix->pending_since);
+	ix->npending = 0;
+}
+
+/* Apply fn to every index that may hold unlogged entries, if any does. */
+static void
+visit_pending(void (*fn) (PmhIndex *ix))
+{
+	if (any_pending)
+		pmh_foreach_local(fn);
+	any_pending = false;
+}
+
+/* WAL-log every inserted entry not logged yet (before the commit record). */
+static void
+flush_pending_all(void)
+{
+	visit_pending(flush_pending);
+}
+
+/* Forget one index's unlogged entries (their transaction aborted). */
+static void
+discard_pending(PmhIndex *ix)
+{
+	ix->npending = 0;
+}
+
+/* Forget every unlogged entry: the transaction aborted, its tuples are dead. */
+static void
+discard_pending_all(void)
+{
+	visit_pending(discard_pending);
+}
+
+/*
+ * Remember an entry applied with stamp lsn, to be logged with others in one
+ * INSERT record.  Replay inserts only what is absent, and a REBUILD record
+ * of the shard either includes the entry or comes before this one, so the
+ * delay loses nothing; the record is written before the commit record.
+ */
+void
+pmh_queue_insert(PmhIndex *ix, uint32 hash, PmhTid tid, XLogRecPtr lsn)
+{
+	if (ix->pending == NULL)
+		ix->pending = MemoryContextAlloc(TopMemoryContext, PMH_INSERT_BATCH * sizeof(PmhEntry));
+	if (ix->npending == 0)
+		ix->pending_since = lsn;
+	ix->pending[ix->npending].hash = hash;
+	ix->pending[ix->npending].tid = tid;
+	ix->pending[ix->npending].flags = 0;
+	any_pending = true;
+	if (++ix->npending == PMH_INSERT_BATCH)
+		flush_pending(ix);
+}
 
 /* Remove an index file and everything that refers to it. */
 static void
@@ -234,12 +279,12 @@ xact_callback(XactEvent event, void *arg pg_attribute_unused())
 	switch (event)
 	{
 		case XACT_EVENT_PRE_COMMIT:
-			pmh_flush_pending_all();
+			flush_pending_all();
 			pmh_sync_all_dirty();
 			collect_commit_unlinks();
 			break;
 		case XACT_EVENT_PRE_PREPARE:
-			pmh_flush_pending_all();
+			flush_pending_all();
 			pmh_sync_all_dirty();
 			break;
 		case XACT_EVENT_COMMIT:
@@ -265,7 +310,7 @@ xact_callback(XactEvent event, void *arg pg_attribute_unused())
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
 			pmh_leave_all();
-			pmh_discard_pending_all();
+			discard_pending_all();
 			remove_created(InvalidSubTransactionId);
 			commit_unlinks = NIL;
 			sweep_at_commit = false;
@@ -346,195 +391,10 @@ object_access(ObjectAccessType access, Oid classId, Oid objectId, int subId, voi
 
 /* Register the callbacks (from _PG_init, inherited by every backend). */
 void
-pmh_drop_init(void)
+pmh_xact_init(void)
 {
 	RegisterXactCallback(xact_callback, NULL);
 	RegisterSubXactCallback(subxact_callback, NULL);
 	prev_object_access_hook = object_access_hook;
 	object_access_hook = object_access;
-}
-
-/* Parse an index file name into its identity; false if it is not one. */
-static bool
-parse_file_name(const char *name, Oid *db, Oid *rel, BackendId *backend)
-{
-	int			b;
-	char		tail[8];
-
-	if (sscanf(name, "t%d_%u_%u.%7s", &b, db, rel, tail) == 4 && strcmp(tail, "pmh") == 0)
-		*backend = b;
-	else if (sscanf(name, "%u_%u.%7s", db, rel, tail) == 3 && strcmp(tail, "pmh") == 0)
-		*backend = InvalidBackendId;
-	else
-		return false;
-	return true;
-}
-
-/* Whether the main fork of a relation exists in tablespace spc. */
-static bool
-main_fork_in(Oid spc, Oid db, Oid rel, BackendId backend, RelFileNode *node)
-{
-	char	   *path;
-	struct stat st;
-	bool		exists;
-
-	node->spcNode = spc;
-	node->dbNode = db;
-	node->relNode = rel;
-	path = relpathbackend(*node, backend, MAIN_FORKNUM);
-	exists = stat(path, &st) == 0 || errno != ENOENT;
-	pfree(path);
-	return exists;
-}
-
-/*
- * Whether the main fork of a relation exists in any tablespace (file names
- * leave the tablespace out); if so, node gets its full identity.
- */
-bool
-pmh_find_main_fork(Oid db, Oid rel, BackendId backend, RelFileNode *node)
-{
-	DIR		   *dir;
-	struct dirent *de;
-	bool		found;
-
-	if (main_fork_in(DEFAULTTABLESPACE_OID, db, rel, backend, node))
-		return true;
-	dir = AllocateDir("pg_tblspc");
-	found = false;
-	while (!found && dir != NULL && (de = ReadDir(dir, "pg_tblspc")) != NULL)
-	{
-		Oid			spc = (Oid) strtoul(de->d_name, NULL, 10);
-
-		if (spc != InvalidOid)
-			found = main_fork_in(spc, db, rel, backend, node);
-	}
-	if (dir != NULL)
-		FreeDir(dir);
-	return found;
-}
-
-/*
- * The 64-bit id of a transaction id that is not in the future and not
- * older than 2^31 transactions.
- */
-FullTransactionId
-pmh_recent_full_xid(TransactionId xid)
-{
-	FullTransactionId next = ReadNextFullTransactionId();
-	uint32		epoch = EpochFromFullTransactionId(next);
-
-	if (!TransactionIdIsNormal(xid))
-		return InvalidFullTransactionId;
-	if (xid > XidFromFullTransactionId(next) && epoch > 0)
-		epoch--;
-	return FullTransactionIdFromEpochAndXid(epoch, xid);
-}
-
-typedef enum CreatorOutcome
-{
-	CREATOR_UNKNOWN,			/* running, too old to tell, or in recovery */
-	CREATOR_COMMITTED,
-	CREATOR_FAILED				/* aborted, or cut short by a crash */
-} CreatorOutcome;
-
-/* What became of the transaction that created a file. */
-static CreatorOutcome
-creator_outcome(uint64 creator)
-{
-	FullTransactionId fxid = FullTransactionIdFromU64(creator);
-	TransactionId xid = XidFromFullTransactionId(fxid);
-	CreatorOutcome outcome = CREATOR_UNKNOWN;
-
-	/* a standby cannot tell a crashed primary's transaction from a running one */
-	if (RecoveryInProgress() || !FullTransactionIdIsNormal(fxid))
-		return CREATOR_UNKNOWN;
-	/* as txid_status() does: commit status survives only back to oldestClogXid */
-	LWLockAcquire(XactTruncationLock, LW_SHARED);
-	if (FullTransactionIdPrecedes(fxid, ReadNextFullTransactionId()) &&
-		FullTransactionIdFollowsOrEquals(fxid,
-										 pmh_recent_full_xid(ShmemVariableCache->oldestClogXid)) &&
-		!TransactionIdIsInProgress(xid))
-		outcome = TransactionIdDidCommit(xid) ? CREATOR_COMMITTED : CREATOR_FAILED;
-	LWLockRelease(XactTruncationLock);
-	return outcome;
-}
-
-/*
- * Remove index files whose main fork is gone, or whose creating transaction
- * was cut short by a crash (core leaves the main fork of such a relation
- * behind; the index does not exist).  Files whose creator committed forget
- * it.
- */
-void
-pmh_sweep_orphans(int elevel)
-{
-	DIR		   *dir = AllocateDir(pmhash_directory);
-	struct dirent *de;
-
-	if (dir == NULL)
-		return;
-	while ((de = ReadDirExtended(dir, pmhash_directory, LOG)) != NULL)
-	{
-		Oid			db;
-		Oid			rel;
-		BackendId	backend;
-		RelFileNode node;
-		PmhFileHeader hdr;
-		char		path[MAXPGPATH];
-
-		if (!parse_file_name(de->d_name, &db, &rel, &backend))
-			continue;
-		snprintf(path, MAXPGPATH, "%s/%s", pmhash_directory, de->d_name);
-		LWLockAcquire(pmh_file_lock(), LW_EXCLUSIVE);
-		if (!pmh_find_main_fork(db, rel, backend, &node))
-		{
-			if (unlink(path) == 0)
-				ereport(elevel,
-						(errmsg("removed orphaned pmhash file \"%s\"", path)));
-		}
-		else if (pmh_read_file_header(path, &hdr) && hdr.creator_xid != 0)
-		{
-			switch (creator_outcome(hdr.creator_xid))
-			{
-				case CREATOR_COMMITTED:
-					pmh_settle_file_creator(path);
-					break;
-				case CREATOR_FAILED:
-					if (unlink(path) == 0)
-						ereport(elevel,
-								(errmsg("removed pmhash file \"%s\" of an index whose creating transaction did not commit",
-										path)));
-					break;
-				case CREATOR_UNKNOWN:
-					break;
-			}
-		}
-		LWLockRelease(pmh_file_lock());
-	}
-	FreeDir(dir);
-}
-
-/* The file cleaner: sweep at startup, then every minute. */
-void
-pmhash_worker_main(Datum arg pg_attribute_unused())
-{
-	pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
-	pqsignal(SIGHUP, SignalHandlerForConfigReload);
-	BackgroundWorkerUnblockSignals();
-
-	for (;;)
-	{
-		pmh_sweep_orphans(LOG);
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 SWEEP_INTERVAL_MS, PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
-		if (ShutdownRequestPending)
-			proc_exit(0);
-		if (ConfigReloadPending)
-		{
-			ConfigReloadPending = false;
-			ProcessConfigFile(PGC_SIGHUP);
-		}
-	}
 }

@@ -1,0 +1,75 @@
+/*-------------------------------------------------------------------------
+ *
+ * pmfilename.c
+ *	  Names and identities of index files.
+ *
+ * An index file is named after its index's database and relfilenode, not
+ * its tablespace (ALTER DATABASE SET TABLESPACE can change that under it),
+ * and, for a temporary index, its owning backend: <db>_<relfilenode>.pmh or
+ * t<backend>_<db>_<relfilenode>.pmh in pmhash.directory.  This file writes
+ * and parses that format, and only this one.
+ *
+ * Copyright (c) 2026, pmhash developers
+ *
+ * IDENTIFICATION
+ *	  src/pmfilename.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "utils/rel.h"
+
+#include "pmhash.h"
+
+/*
+ * The file identity of an index relation: database, relfilenode, and the
+ * owning backend of a temporary index.  The tablespace is left out, as in
+ * the file name, since moving a database changes it under the index.
+ */
+void
+pmh_file_key(Relation index, PmhFileKey *key)
+{
+	memset(key, 0, sizeof(PmhFileKey));
+	key->node = index->rd_node;
+	key->node.spcNode = InvalidOid;
+	key->backend = index->rd_backend;
+}
+
+/* Path of an index file, in pmhash.directory, named after database and relfilenode. */
+void
+pmh_file_path(const PmhFileKey *key, char *path)
+{
+	if (key->backend == InvalidBackendId)
+		snprintf(path, MAXPGPATH, "%s/%u_%u.pmh", pmhash_directory,
+				 key->node.dbNode, key->node.relNode);
+	else
+		snprintf(path, MAXPGPATH, "%s/t%d_%u_%u.pmh", pmhash_directory,
+				 key->backend, key->node.dbNode, key->node.relNode);
+}
+
+/* The key of a permanent index's file. */
+void
+pmh_permanent_key(const RelFileNode *node, PmhFileKey *key)
+{
+	memset(key, 0, sizeof(PmhFileKey));
+	key->node = *node;
+	key->node.spcNode = InvalidOid;
+	key->backend = InvalidBackendId;
+}
+
+/* Parse an index file name into its identity; false if it is not one. */
+bool
+pmh_parse_file_name(const char *name, Oid *db, Oid *rel, BackendId *backend)
+{
+	int			b;
+	char		tail[8];
+
+	if (sscanf(name, "t%d_%u_%u.%7s", &b, db, rel, tail) == 4 && strcmp(tail, "pmh") == 0)
+		*backend = b;
+	else if (sscanf(name, "%u_%u.%7s", db, rel, tail) == 3 && strcmp(tail, "pmh") == 0)
+		*backend = InvalidBackendId;
+	else
+		return false;
+	return true;
+}

@@ -1,0 +1,366 @@
+/*-------------------------------------------------------------------------
+ *
+ * pmmap.c
+ *	  A backend's mappings of index files, and making their changes durable.
+ *
+ * Each backend keeps one local entry per index file it has used (never
+ * freed, so that relcache entries may point to it): its mapping of the
+ * whole file, its table view, the ranges it dirtied and the INSERT records
+ * it has not written yet.  Mappings follow the file when it grows and are
+ * dropped when its slot is released.  Persistence: per-entry changes are
+ * recorded as dirty ranges, cache lines on DAX and pages on an ordinary
+ * file, and made durable at pre-commit; structural changes at once; during
+ * replay, REDO_DIRTY in the header marks a file with replayed changes not
+ * yet synced (src/README, Persistence paths and Recovery).
+ *
+ * Copyright (c) 2026, pmhash developers
+ *
+ * IDENTIFICATION
+ *	  src/pmmap.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <libpmem.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "utils/builtins.h"
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
+
+#include "pmhash.h"
+
+static HTAB *local_indexes = NULL;
+static uint64 forget_seen = 0;
+static bool any_dirty = false;
+
+/* The backend-local entry of a file, created empty if new. */
+PmhIndex *
+pmh_local_entry(const PmhFileKey *key)
+{
+	PmhIndex   *ix;
+	bool		found;
+
+	if (local_indexes == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(PmhFileKey);
+		ctl.entrysize = sizeof(PmhIndex);
+		ctl.hcxt = TopMemoryContext;
+		local_indexes = hash_create("pmhash local indexes", 64, &ctl,
+									HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	ix = hash_search(local_indexes, key, HASH_ENTER, &found);
+	if (!found)
+	{
+		memset((char *) ix + sizeof(PmhFileKey), 0, sizeof(PmhIndex) - sizeof(PmhFileKey));
+		ix->key = *key;
+	}
+	return ix;
+}
+
+/* Unmap a local entry's file. */
+void
+pmh_unmap_local(PmhIndex *ix)
+{
+	if (ix->base)
+	{
+		pmh_fault_unregister(ix->base);
+		pmem_unmap(ix->base, ix->mapped_len);
+	}
+	ix->base = NULL;
+	ix->mapped_len = 0;
+	ix->slot = NULL;
+	ix->ndirty = 0;
+}
+
+/*
+ * Forget this backend's mapping of a file and what it had pending for it.
+ * The entry itself stays, so that pointers to it (rd_amcache) stay valid.
+ */
+void
+pmh_drop_local(const PmhFileKey *key)
+{
+	PmhIndex   *ix;
+
+	if (local_indexes == NULL)
+		return;
+	ix = hash_search(local_indexes, key, HASH_FIND, NULL);
+	if (ix == NULL)
+		return;
+	pmh_unmap_local(ix);
+	ix->npending = 0;
+	ix->deferred = false;
+}
+
+/* Unmap files whose slots were released (dropped or evicted indexes). */
+void
+pmh_prune_locals(void)
+{
+	HASH_SEQ_STATUS status;
+	PmhIndex   *ix;
+	uint64		counter = pmh_forget_counter();
+
+	if (counter == forget_seen || local_indexes == NULL)
+		return;
+	forget_seen = counter;
+	hash_seq_init(&status, local_indexes);
+	while ((ix = hash_seq_search(&status)) != NULL)
+	{
+		if (ix->slot == NULL || ix->slot->slot_gen != ix->slot_gen ||
+			ix->slot->state != PMH_SLOT_READY)
+		{
+			if (ix->ndirty > 0 && ix->base != NULL)
+				pmh_sync_dirty(ix);
+			pmh_unmap_local(ix);
+		}
+	}
+}
+
+/* Map (or remap) a file into this backend; errors name the index of ix. */
+void
+pmh_map_file(PmhIndex *ix, const char *path)
+{
+	struct stat st;
+	size_t		len;
+	int			is_pmem;
+	char	   *base;
+
+	/* libpmem refuses an empty file with an obscure error; a short one is damaged */
+	if (stat(path, &st) == 0 && st.st_size < PMH_HEADER_UNITS * PMH_UNIT_SIZE)
+		pmh_raise_damaged(NameStr(ix->name),
+						  psprintf("File \"%s\" is shorter than a file header: it was truncated.",
+								   path));
+	base = pmem_map_file(path, 0, 0, 0, &len, &is_pmem);
+	if (base == NULL)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not open file \"%s\" of pmhash index \"%s\": %m",
+						path, NameStr(ix->name)),
+				 errhint("Rebuild the index with REINDEX INDEX %s.",
+						 quote_identifier(NameStr(ix->name)))));
+	if (ix->base)
+	{
+		pmh_fault_unregister(ix->base);
+		pmem_unmap(ix->base, ix->mapped_len);
+	}
+	ix->base = base;
+	ix->mapped_len = len;
+	ix->is_pmem = is_pmem;
+	pmh_fault_register(base, len);
+}
+
+/* Make sure the mapping covers the file up to end_unit, remapping if it grew. */
+void
+pmh_ensure_mapped(PmhIndex *ix, uint64 end_unit)
+{
+	if (end_unit * PMH_UNIT_SIZE <= ix->mapped_len)
+		return;
+	pmh_map_file(ix, ix->slot->path);
+	if (end_unit * PMH_UNIT_SIZE > ix->mapped_len)
+		pmh_raise_damaged(NameStr(ix->name),
+						  psprintf("File \"%s\" is shorter than the index's segments: it was truncated.",
+								   ix->slot->path));
+}
+
+/* Call fn for every index file this backend knows. */
+void
+pmh_foreach_local(void (*fn) (PmhIndex *ix))
+{
+	HASH_SEQ_STATUS status;
+	PmhIndex   *ix;
+
+	if (local_indexes == NULL)
+		return;
+	hash_seq_init(&status, local_indexes);
+	while ((ix = hash_seq_search(&status)) != NULL)
+		fn(ix);
+}
+
+/* Flush callback on DAX. */
+void
+pmh_pmem_flush(void *arg pg_attribute_unused(), const void *addr, size_t len)
+{
+	pmem_flush(addr, len);
+}
+
+/* Drain callback on DAX. */
+void
+pmh_pmem_drain(void *arg pg_attribute_unused())
+{
+	pmem_drain();
+}
+
+/*
+ * Flush callback of durable files: remember the dirty range, rounded to
+ * cache lines (DAX) or pages (msync), to make it durable at commit or at
+ * the next sync.  DAX keeps a list of ranges, since flushing costs per
+ * line; msync keeps one range spanning them all, since one msync writes
+ * back only the dirty pages of its range and costs a device flush per
+ * call.
+ */
+static void
+record_dirty(void *arg, const void *addr, size_t len)
+{
+	PmhIndex   *ix = arg;
+	uint64		granule = ix->is_pmem ? 64 : (uint64) sysconf(_SC_PAGESIZE);
+	uint64		start = (uint64) ((const char *) addr - ix->base) / granule * granule;
+	uint64		end = ((uint64) ((const char *) addr - ix->base) + len + granule - 1) / granule * granule;
+
+	if (ix->ndirty > 0)
+	{
+		uint64	   *last = &ix->dirty[2 * (ix->ndirty - 1)];
+
+		if (!ix->is_pmem || (start >= last[0] && start <= last[1]))
+		{
+			last[0] = Min(last[0], start);
+			last[1] = Max(last[1], end);
+			return;
+		}
+	}
+	if (ix->ndirty == ix->maxdirty)
+	{
+		if (ix->maxdirty >= 4096)
+			pmh_sync_dirty(ix);
+		else
+		{
+			ix->maxdirty = Max(16, ix->maxdirty * 2);
+			ix->dirty = ix->dirty ?
+				repalloc(ix->dirty, 2 * ix->maxdirty * sizeof(uint64)) :
+				MemoryContextAlloc(TopMemoryContext, 2 * ix->maxdirty * sizeof(uint64));
+		}
+	}
+	ix->dirty[2 * ix->ndirty] = start;
+	ix->dirty[2 * ix->ndirty + 1] = end;
+	ix->ndirty++;
+	any_dirty = true;
+}
+
+/* Sync callback of durable files: make the recorded ranges durable now. */
+static void
+sync_dirty(void *arg)
+{
+	pmh_sync_dirty((PmhIndex *) arg);
+}
+
+/* msync a range of a mapped file, or fail. */
+static void
+msync_range(char *addr, size_t len, const char *path)
+{
+	if (pmem_msync(addr, len) != 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not sync pmhash file \"%s\": %m", path)));
+}
+
+/* Make the dirty ranges of one file durable: flush and fence, or msync. */
+void
+pmh_sync_dirty(PmhIndex *ix)
+{
+	for (int i = 0; i < ix->ndirty; i++)
+	{
+		uint64		start = ix->dirty[2 * i];
+		uint64		end = Min(ix->dirty[2 * i + 1], ix->mapped_len);
+
+		if (end <= start)
+			continue;
+		if (ix->is_pmem)
+			pmem_flush(ix->base + start, end - start);
+		else
+			msync_range(ix->base + start, end - start, ix->slot->path);
+	}
+	if (ix->is_pmem && ix->ndirty > 0)
+		pmem_drain();
+	ix->ndirty = 0;
+}
+
+/* Make durable every file this backend dirtied (at commit, and during replay). */
+void
+pmh_sync_all_dirty(void)
+{
+	HASH_SEQ_STATUS status;
+	PmhIndex   *ix;
+
+	if (!any_dirty || local_indexes == NULL)
+		return;
+	hash_seq_init(&status, local_indexes);
+	while ((ix = hash_seq_search(&status)) != NULL)
+	{
+		if (ix->ndirty > 0 && ix->base != NULL)
+			pmh_sync_dirty(ix);
+	}
+	any_dirty = false;
+}
+
+/*
+ * The persistence callbacks a file gets when not in a bulk build.  Changes
+ * of single entries only have to be durable before the commit record (see
+ * src/README, Persistence paths), so their flushes are recorded and done, with one fence or one
+ * msync per range, at commit; structural changes sync at once.
+ */
+PmhPersist
+pmh_normal_persist(PmhIndex *ix)
+{
+	if (!ix->durable)
+		return (PmhPersist) {NULL, NULL, NULL, ix};
+	return (PmhPersist) {record_dirty, NULL, sync_dirty, ix};
+}
+
+/* Make a freshly written range durable (DAX or ordinary file). */
+void
+pmh_persist_range(char *base, size_t len, int is_pmem, const char *path)
+{
+	if (is_pmem)
+		pmem_persist(base, len);
+	else
+		msync_range(base, len, path);
+}
+
+/* Write header state bits and redo position of a mapped file durably. */
+static void
+update_header(PmhIndex *ix, uint64 set_bits, uint64 clear_bits, XLogRecPtr redo_lsn)
+{
+	PmhFileHeader *hdr = (PmhFileHeader *) ix->base;
+
+	hdr->state = (hdr->state | set_bits) & ~clear_bits;
+	if (redo_lsn != InvalidXLogRecPtr)
+		hdr->redo_lsn = redo_lsn;
+	pmh_persist_range(ix->base, sizeof(PmhFileHeader), ix->is_pmem, ix->slot->path);
+}
+
+/*
+ * Replay is about to change a file: if this is its first change since the
+ * last sync, record durably that the file holds replayed changes not yet
+ * durable.  An OS crash of a standby then cannot silently lose them (see
+ * pmh_recovery_flag_files).
+ */
+void
+pmh_redo_will_change(PmhIndex *ix)
+{
+	if (!ix->durable || ix->redo_dirty)
+		return;
+	update_header(ix, PMH_STATE_REDO_DIRTY, 0, InvalidXLogRecPtr);
+	ix->redo_dirty = true;
+}
+
+/* Replay synced everything up to lsn: files hold no unsynced replayed change. */
+void
+pmh_redo_synced(XLogRecPtr lsn)
+{
+	HASH_SEQ_STATUS status;
+	PmhIndex   *ix;
+
+	pmh_sync_all_dirty();
+	if (local_indexes == NULL)
+		return;
+	hash_seq_init(&status, local_indexes);
+	while ((ix = hash_seq_search(&status)) != NULL)
+	{
+		if (ix->redo_dirty && ix->base != NULL)
+			update_header(ix, 0, PMH_STATE_REDO_DIRTY, lsn);
+		ix->redo_dirty = false;
+	}
+}

@@ -1,0 +1,255 @@
+/*-------------------------------------------------------------------------
+ *
+ * pmstorage.c
+ *	  Index files on disk: creation, copies, header state and removal.
+ *
+ * A file is created under the file lock (against the orphan sweep), with
+ * mode 0600, replacing any file of the same name, made durable with its
+ * directory entry; a transactional creation names its transaction in the
+ * header, so that the orphan sweep removes the file if a crash prevents
+ * both the commit and the undo (src/README, File lifecycle).  The mutable
+ * part of a header (state bits, creator) is updated in place.
+ *
+ * Copyright (c) 2026, pmhash developers
+ *
+ * IDENTIFICATION
+ *	  src/pmstorage.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <fcntl.h>
+#include <libpmem.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "access/xact.h"
+#include "access/xlog.h"
+#include "storage/bufmgr.h"
+#include "storage/fd.h"
+#include "storage/smgr.h"
+
+#include "pmhash.h"
+
+#define INITIAL_SPARE_UNITS		64		/* room after the directory at creation */
+
+/*
+ * Create a fresh, empty index file with its header and an empty directory,
+ * replacing any file of the same name.  The header names its creator (the
+ * current transaction if transactional, else the one given for replay), so
+ * that the file cleaner removes it if a crash prevents both the commit and
+ * the undo of the abort, which the caller arranges (pmh_remember_created).
+ */
+void
+pmh_create_file(const PmhFileKey *key, const char *path, uint32 shard_bits, uint64 generation,
+				uint32 state, bool durable, bool transactional, FullTransactionId creator)
+{
+	PmhFileHeader hdr;
+	uint32		flags = key->backend != InvalidBackendId ? PMH_FILE_TEMP : 0;
+	size_t		len;
+	int			is_pmem;
+	char	   *base;
+
+	/* as PostgreSQL checks its own pages when the cluster has checksums */
+	if (DataChecksumsEnabled())
+		flags |= PMH_FILE_CHECKSUMS;
+	pmh_directory_ensure();
+	LWLockAcquire(pmh_file_lock(), LW_EXCLUSIVE);
+	if (unlink(path) != 0 && errno != ENOENT)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not remove old pmhash file \"%s\": %m", path)));
+	pmh_header_init(&hdr, key->node.spcNode, key->node.dbNode, key->node.relNode,
+					key->backend == InvalidBackendId ? -1 : key->backend,
+					generation, shard_bits, flags);
+	hdr.state = state;
+	if (transactional)
+		creator = GetCurrentFullTransactionId();
+	hdr.creator_xid = U64FromFullTransactionId(creator);
+	len = (hdr.data_unit + INITIAL_SPARE_UNITS) * PMH_UNIT_SIZE;
+	base = pmem_map_file(path, len, PMEM_FILE_CREATE | PMEM_FILE_EXCL, 0600, &len, &is_pmem);
+	LWLockRelease(pmh_file_lock());
+	if (base == NULL)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not create pmhash file \"%s\": %m", path),
+				 errhint("Check that pmhash.directory (\"%s\") is writable and has free space.",
+						 pmhash_directory)));
+	memcpy(base, &hdr, sizeof(hdr));
+	if (durable)
+		pmh_persist_range(base, len, is_pmem, path);
+	pmem_unmap(base, len);
+	if (durable)
+		fsync_fname(pmhash_directory, true);
+}
+
+/*
+ * Replay of CREATE: an empty file, replacing any previous one; creator is
+ * the transaction that created it, if the creation was transactional.
+ */
+void
+pmh_create_for_redo(const RelFileNode *node, uint64 generation, uint32 shard_bits,
+					FullTransactionId creator)
+{
+	PmhFileKey	key;
+	char		path[MAXPGPATH];
+
+	pmh_permanent_key(node, &key);
+	pmh_file_path(&key, path);
+	pmh_forget_file(&key);
+	pmh_drop_local(&key);
+	pmh_create_file(&key, path, shard_bits, generation, 0, true, false, creator);
+}
+
+/*
+ * Copy the file of an index that core moved to a new relfilenode (ALTER
+ * INDEX SET TABLESPACE, CREATE DATABASE from a template), rewriting the
+ * identity in its header.  False if the source cannot be read.
+ */
+bool
+pmh_copy_file(const RelFileNode *from, const RelFileNode *to)
+{
+	PmhFileKey	src_key;
+	PmhFileKey	dst_key;
+	char		src[MAXPGPATH];
+	char		dst[MAXPGPATH];
+	size_t		src_len;
+	size_t		dst_len;
+	int			src_pmem;
+	int			dst_pmem;
+	char	   *src_base;
+	char	   *dst_base;
+	PmhFileHeader *hdr;
+
+	pmh_permanent_key(from, &src_key);
+	pmh_permanent_key(to, &dst_key);
+	pmh_file_path(&src_key, src);
+	pmh_file_path(&dst_key, dst);
+	src_base = pmem_map_file(src, 0, 0, 0, &src_len, &src_pmem);
+	if (src_base == NULL)
+		return false;
+	pmh_forget_file(&dst_key);
+	pmh_drop_local(&dst_key);
+	pmh_directory_ensure();
+	LWLockAcquire(pmh_file_lock(), LW_EXCLUSIVE);
+	(void) unlink(dst);
+	dst_base = pmem_map_file(dst, src_len, PMEM_FILE_CREATE | PMEM_FILE_EXCL, 0600,
+							 &dst_len, &dst_pmem);
+	LWLockRelease(pmh_file_lock());
+	if (dst_base == NULL)
+	{
+		int			save_errno = errno;
+
+		pmem_unmap(src_base, src_len);
+		errno = save_errno;
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not create pmhash file \"%s\": %m", dst)));
+	}
+	memcpy(dst_base, src_base, src_len);
+	hdr = (PmhFileHeader *) dst_base;
+	hdr->spc_oid = to->spcNode;	/* informational: names ignore it */
+	hdr->db_oid = to->dbNode;
+	hdr->rel_node = to->relNode;
+	hdr->checksum = pmh_header_checksum(hdr);
+	pmh_persist_range(dst_base, dst_len, dst_pmem, dst);
+	pmem_unmap(dst_base, dst_len);
+	pmem_unmap(src_base, src_len);
+	fsync_fname(pmhash_directory, true);
+	return true;
+}
+
+/*
+ * Leave an empty file marked to be rebuilt for an index whose file is
+ * missing after recovery, with the build generation of its metapage.
+ */
+void
+pmh_create_placeholder(const RelFileNode *node)
+{
+	PmhFileKey	key;
+	char		path[MAXPGPATH];
+	SMgrRelation smgr = smgropen(*node, InvalidBackendId);
+	Buffer		buf;
+	PmhashMetaData meta;
+
+	if (!smgrexists(smgr, MAIN_FORKNUM) || smgrnblocks(smgr, MAIN_FORKNUM) == 0)
+		return;
+	buf = ReadBufferWithoutRelcache(*node, MAIN_FORKNUM, PMHASH_META_BLKNO, RBM_NORMAL,
+									NULL, true);
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	memcpy(&meta, PageGetContents(BufferGetPage(buf)), sizeof(meta));
+	UnlockReleaseBuffer(buf);
+	if (meta.magic != PMHASH_META_MAGIC || meta.shard_bits > PMH_MAX_SHARD_BITS)
+		return;
+	pmh_permanent_key(node, &key);
+	pmh_file_path(&key, path);
+	pmh_create_file(&key, path, meta.shard_bits, meta.build_generation,
+				PMH_STATE_NEEDS_REBUILD, true, false, InvalidFullTransactionId);
+}
+
+/* Read a file's header; false if it cannot be read or is not sound. */
+bool
+pmh_read_file_header(const char *path, PmhFileHeader *hdr)
+{
+	int			fd = OpenTransientFile(path, O_RDONLY | PG_BINARY);
+	bool		ok;
+
+	if (fd < 0)
+		return false;
+	ok = read(fd, hdr, sizeof(*hdr)) == sizeof(*hdr) &&
+		pmh_header_check(hdr, PMH_HEADER_UNITS + pmh_directory_units(hdr->shard_bits)) == NULL;
+	CloseTransientFile(fd);
+	return ok;
+}
+
+/*
+ * Durably update the mutable part of a file's header: set state bits, and
+ * forget its creator once the creating transaction is known to have
+ * committed.  Other servers' processes may have the file mapped; each
+ * field is written on its own.
+ */
+static void
+update_file_header(const char *path, uint64 set_bits, bool settle_creator)
+{
+	size_t		len;
+	int			is_pmem;
+	char	   *base = pmem_map_file(path, 0, 0, 0, &len, &is_pmem);
+	PmhFileHeader *hdr;
+
+	if (base == NULL)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not map pmhash file \"%s\": %m", path)));
+	hdr = (PmhFileHeader *) base;
+	if (set_bits != 0)
+		hdr->state |= set_bits;
+	if (settle_creator)
+		hdr->creator_xid = 0;
+	pmh_persist_range(base, sizeof(PmhFileHeader), is_pmem, path);
+	pmem_unmap(base, len);
+}
+
+/* Set state bits in a file's header, durably. */
+void
+pmh_set_file_state(const char *path, uint64 set_bits)
+{
+	update_file_header(path, set_bits, false);
+}
+
+/* Record durably that a file's creating transaction committed. */
+void
+pmh_settle_file_creator(const char *path)
+{
+	update_file_header(path, 0, true);
+}
+
+/* Remove a file, ignoring one that is already gone. */
+void
+pmh_unlink_file(const char *path)
+{
+	if (unlink(path) != 0 && errno != ENOENT)
+		ereport(WARNING,
+				(errcode_for_file_access(),
+				 errmsg("could not remove pmhash file \"%s\": %m", path)));
+}
