@@ -49,13 +49,6 @@ sub random_bytes
 	return join '', map { chr int rand 256 } 1 .. $n;
 }
 
-# Absolute path of an index's file.
-sub index_path
-{
-	my ($node, $index) = @_;
-	return pmhash_dir($node) . '/' . $node->safe_psql('postgres', file_sql($index));
-}
-
 # Stop a node at once and start it again (to end a hang).
 sub restart_now
 {
@@ -283,8 +276,8 @@ sub run_case
 	wait_ready($node);
 	my ($ok, $out, $err) = run_in($c, 'new', "REINDEX INDEX $INDEX");
 	ok($ok, "$c->{name}: the index is rebuilt before the damage") or diag $err;
-	my $path = index_path($node, $INDEX);
-	my $other = index_path($node, 'other_k');
+	my $path = index_path($node, 'postgres', $INDEX);
+	my $other = index_path($node, 'postgres', 'other_k');
 	my $seed = $SEED + unpack('%32C*', $c->{name});
 	if ($situation eq 'live')
 	{

@@ -1,7 +1,10 @@
-# Shared helpers of the pmhash file tests (001_files, 006_damage): SQL run
-# with verbose error reports and checks of those reports, the names of index
-# files, detection of server crashes and restarts, reading, writing and
-# finding the parts of an index file, and background psql sessions.
+# Shared helpers of the pmhash file tests (001_files, 006_damage,
+# 007_damaged_files, 008_unlogged_temp, 009_databases): nodes for them, SQL
+# run with verbose error reports and checks of those reports, the names,
+# paths and modes of index files, tables with a pmhash index, index scans
+# compared with a seqscan, REINDEX, detection of server crashes and
+# restarts, reading, writing and finding the parts of an index file, and
+# background psql sessions.
 package PmhashFiles;
 
 use strict;
@@ -9,13 +12,17 @@ use warnings;
 
 use Exporter 'import';
 use Fcntl qw(O_RDONLY O_WRONLY SEEK_SET);
+use PmhashRecovery qw(new_node pmhash_dir pmh_files);
 use PostgreSQL::Test::Utils;
 use Test::More;
 
 our @EXPORT = qw(
   $FORCE_INDEX $FORCE_SEQ $UNIT
+  start_new_node
   run_sql check_error_report expect_error reindex_hint damaged
-  files_sql file_sql mark check_alive
+  files_sql file_sql index_path all_index_files db_files file_mode
+  make_table compare_with_seqscan reindex_and_check
+  mark check_alive check_whole_logs
   read_bytes write_bytes change_byte find_segment
   start_session session_sql session_ok
 );
@@ -24,6 +31,19 @@ our $FORCE_INDEX = 'SET enable_seqscan = off; SET enable_bitmapscan = off;';
 our $FORCE_SEQ =
   'SET enable_indexscan = off; SET enable_bitmapscan = off; SET enable_seqscan = on;';
 our $UNIT = 256;    # PMH_UNIT_SIZE
+
+# Create and start a node (PmhashRecovery's new_node: dir => 'shm' or
+# 'default', preload => 0) and, if pmhash is preloaded, create the extension
+# in the database postgres.  Like every later start of it, its server runs
+# with the test's own PMEM_IS_PMEM_FORCE.
+sub start_new_node
+{
+	my ($name, %opt) = @_;
+	my $node = new_node($name, %opt);
+	$node->start;
+	$node->safe_psql('postgres', 'CREATE EXTENSION pmhash') if $opt{preload} // 1;
+	return $node;
+}
 
 # Run SQL with verbose error reports; returns (exit code, stdout, stderr).
 # %params go to Cluster::psql (timeout, timed_out).
@@ -94,6 +114,87 @@ sub file_sql
 	return files_sql("c.oid = '$index'::regclass");
 }
 
+# Absolute path of an index's file.
+sub index_path
+{
+	my ($node, $db, $index) = @_;
+	return pmhash_dir($node) . '/' . $node->safe_psql($db, file_sql($index));
+}
+
+# Sorted file names of every pmhash index of a database the session can see.
+sub all_index_files
+{
+	my ($node, $db) = @_;
+	return sort split /\n/, $node->safe_psql($db, files_sql('true'));
+}
+
+# Sorted names of the .pmh files of one database in a node's pmhash.directory.
+sub db_files
+{
+	my ($node, $dboid) = @_;
+	return grep { /^(?:t\d+_)?${dboid}_\d+\.pmh$/ } pmh_files($node);
+}
+
+# Permission bits of a file, as an octal string.
+sub file_mode
+{
+	my ($path) = @_;
+	my @st = stat $path or return 'missing';
+	return sprintf '%04o', $st[2] & 07777;
+}
+
+# Create a table (id int, k int) with $rows rows, keys id % $keys, and a pmhash index on k.
+sub make_table
+{
+	my ($node, $db, $table, $rows, $keys, $kind) = @_;
+	$kind //= '';
+	$node->safe_psql($db,
+		    "CREATE $kind TABLE $table (id int, k int); "
+		  . "INSERT INTO $table SELECT i, i % $keys FROM generate_series(1, $rows) i; "
+		  . "CREATE INDEX ${table}_k ON $table USING pmhash (k);");
+}
+
+# SQL listing, for every key from $from to $to, the ids of the rows having it.
+sub probe_sql
+{
+	my ($table, $col, $from, $to) = @_;
+	return "SELECT string_agg(v || ':' || coalesce((SELECT string_agg(id::text, ',' ORDER BY id) "
+	  . "FROM $table WHERE $col = v), '-'), ' ' ORDER BY v) FROM generate_series($from, $to) v";
+}
+
+# Check that index scans of $index find what a seqscan finds for keys
+# $from..$to; with allow_damaged, an XX002 error is accepted instead.
+sub compare_with_seqscan
+{
+	my ($node, $db, $index, $table, $col, $from, $to, $name, %opt) = @_;
+	my $sql = probe_sql($table, $col, $from, $to);
+	like($node->safe_psql($db, "$FORCE_INDEX EXPLAIN (COSTS OFF) $sql"),
+		qr/Index Scan using \Q$index\E /, "$name: the plan uses $index");
+	my $via_seq = $node->safe_psql($db, "$FORCE_SEQ $sql");
+	like($via_seq, qr/\d+:\d/, "$name: the table has rows to find");
+	my ($rc, $via_index, $err) = run_sql($node, $db, "$FORCE_INDEX $sql");
+	if ($rc != 0 && $opt{allow_damaged})
+	{
+		note "$name: index scans report: $err";
+		check_error_report($err, damaged($index, qr/./), "$name: index scan error");
+		return;
+	}
+	is($rc, 0, "$name: index scans succeed") or diag $err;
+	is($via_index, $via_seq, "$name: index scans agree with a seqscan");
+}
+
+# REINDEX an index and check that it is sound and agrees with a seqscan.
+sub reindex_and_check
+{
+	my ($node, $db, $index, $table, $col, $from, $to, $name) = @_;
+	my ($rc, $out, $err) = run_sql($node, $db, "REINDEX INDEX $index");
+	is($rc, 0, "$name: REINDEX succeeds") or diag $err;
+	compare_with_seqscan($node, $db, $index, $table, $col, $from, $to, "$name after REINDEX");
+	is($node->safe_psql($db, "SELECT pmhash_verify('$index')"),
+		$node->safe_psql($db, "SELECT count($col) FROM $table"),
+		"$name: pmhash_verify passes after REINDEX");
+}
+
 # The postmaster's start time and the log's current length, to detect crashes later.
 sub mark
 {
@@ -113,6 +214,18 @@ sub check_alive
 	my $log = slurp_file($node->logfile, $mark->{offset});
 	unlike($log, qr/terminated by signal|was terminated|PANIC|reinitializing|TRAP:/,
 		"$name: no crash in the server log");
+}
+
+# Stop the nodes, then check that no whole server log of theirs shows a crash.
+sub check_whole_logs
+{
+	my (@nodes) = @_;
+	$_->stop for @nodes;
+	for my $node (@nodes)
+	{
+		unlike(slurp_file($node->logfile), qr/terminated by signal|PANIC|TRAP:/,
+			'no crash in the whole log of node ' . $node->name);
+	}
 }
 
 # Read $len bytes at $offset of a file.

@@ -89,13 +89,16 @@ sub pmhash_dir
 
 # Create (not start) a node with pmhash preloaded. dir => 'shm' | 'data' | 'default',
 # force => PMEM_IS_PMEM_FORCE for its server (default 1), init => options of
-# Cluster::init, conf => more postgresql.conf lines.
+# Cluster::init, conf => more postgresql.conf lines, preload => 0 leaves
+# pmhash out of shared_preload_libraries.
 sub new_node
 {
 	my ($name, %opt) = @_;
 	my $node = PostgreSQL::Test::Cluster->new($name);
+	my $conf = $BASE_CONF;
+	$conf =~ s/^shared_preload_libraries = .*\n//m unless $opt{preload} // 1;
 	$node->init(%{ $opt{init} // {} });
-	$node->append_conf('postgresql.conf', $BASE_CONF . ($opt{conf} // ''));
+	$node->append_conf('postgresql.conf', $conf . ($opt{conf} // ''));
 	set_directory($node, $opt{dir} // 'data');
 	$force_of{$name} = $opt{force} // 1;
 	return $node;
