@@ -45,6 +45,7 @@ run_test(const TestCase *test, const char *suffix)
 		passed++;
 }
 
+/* Run every test, the table tests a second time with checksums, and count. */
 int
 main(void)
 {
