@@ -41,7 +41,7 @@
 #include "pmhash.h"
 
 #define ENTRIES_PER_SHARD	2048	/* target size of a shard at build time */
-#define MIN_SHARD_BITS		9		/* 512: slots then keep every hash bit */
+#define MIN_SHARD_BITS		9		/* 512: bucket slots then keep every hash bit */
 
 typedef struct BuildState
 {
@@ -61,7 +61,7 @@ typedef struct BuildState
 
 /* The bucket fill of a build: the fillfactor, leaving room before growth. */
 double
-pmh_build_fill(Relation index)
+pmhash_build_fill(Relation index)
 {
 	PmhashOptions *opts = (PmhashOptions *) index->rd_options;
 	int			fillfactor = opts ? opts->fillfactor : PMHASH_DEFAULT_FILLFACTOR;
@@ -104,11 +104,11 @@ expected_entries(BuildState *bs)
  * batches the build took.
  */
 static bool
-fits_at_build_fill(BuildState *bs, PmhShardState *state, const PmhSegment *seg,
+fits_at_build_fill(BuildState *bs, PmhashShardState *state, const PmhSegment *seg,
 				   uint64 entries)
 {
 	double		capacity = (double) seg->nbuckets * PMH_BUCKET_SLOTS *
-		pmh_build_fill(bs->index);
+		pmhash_build_fill(bs->index);
 
 	return (double) (state->counts.slots + entries) <= capacity;
 }
@@ -117,19 +117,19 @@ fits_at_build_fill(BuildState *bs, PmhShardState *state, const PmhSegment *seg,
 static void
 flush_batch(BuildState *bs)
 {
-	PmhIndex   *ix;
+	PmhashLocal   *ix;
 	uint32		nshards;
 	uint64	   *start;
 	PmhEntry   *parted;
 
 	if (!bs->created)
 	{
-		ix = pmh_create(bs->index, choose_shard_bits(bs->index, expected_entries(bs)), true,
+		ix = pmhash_create(bs->index, choose_shard_bits(bs->index, expected_entries(bs)), true,
 						bs->transactional);
 		bs->created = true;
 	}
 	else
-		ix = pmh_open(bs->index);
+		ix = pmhash_open(bs->index);
 	nshards = UINT32_C(1) << ix->table.shard_bits;
 
 	/* counting sort by shard */
@@ -147,8 +147,8 @@ flush_batch(BuildState *bs)
 	{
 		uint64		from = s == 0 ? 0 : start[s - 1];
 		uint64		count = start[s] - from;
-		PmhShardState *state = &ix->slot->shards[s];
-		LWLock	   *lock = pmh_shard_lock(ix->slot, s);
+		PmhashShardState *state = &ix->share->shards[s];
+		LWLock	   *lock = pmhash_shard_lock(ix->share, s);
 		PmhSegment	seg;
 		PmhStatus	st = PMH_OK;
 
@@ -156,11 +156,11 @@ flush_batch(BuildState *bs)
 			continue;
 		CHECK_FOR_INTERRUPTS();
 		LWLockAcquire(lock, LW_EXCLUSIVE);
-		pmh_shard_segment(ix, s, &seg);
+		pmhash_shard_segment(ix, s, &seg);
 		if (seg.unit == 0 || !fits_at_build_fill(bs, state, &seg, count))
 		{
 			st = pmh_table_rebuild(&ix->table, &seg, parted + from, count, 0,
-								   pmh_build_fill(bs->index), 0, &state->counts);
+								   pmhash_build_fill(bs->index), 0, &state->counts);
 			LWLockRelease(lock);
 		}
 		else
@@ -168,7 +168,7 @@ flush_batch(BuildState *bs)
 			/* they fit below the build fill: insert them one by one */
 			LWLockRelease(lock);
 			for (uint64 i = from; i < start[s]; i++)
-				pmh_insert_entry(bs->index, ix, parted[i].hash, (ItemPointer) &parted[i].tid);
+				pmhash_insert_entry(bs->index, ix, parted[i].hash, (ItemPointer) &parted[i].tid);
 		}
 		if (st != PMH_OK)
 			ereport(ERROR,
@@ -177,7 +177,7 @@ flush_batch(BuildState *bs)
 							RelationGetRelationName(bs->index), s),
 					 errhint("Use more shards: WITH (shards = N).")));
 	}
-	pmh_leave();
+	pmhash_leave();
 	pfree(parted);
 	pfree(start);
 	bs->nentries = 0;
@@ -193,7 +193,7 @@ build_callback(Relation index pg_attribute_unused(), ItemPointer tid, Datum *val
 
 	if (isnull[0])
 		return;
-	pmh_check_tid(bs->index, tid);
+	pmhash_check_tid(bs->index, tid);
 	if (bs->nentries == bs->maxentries)
 		flush_batch(bs);
 	if (ItemPointerGetBlockNumber(tid) != bs->last_block)
@@ -214,7 +214,7 @@ build_index(Relation heap, Relation index, IndexInfo *indexInfo, bool transactio
 			double *heap_tuples)
 {
 	BuildState	bs;
-	PmhIndex   *ix;
+	PmhashLocal   *ix;
 
 	memset(&bs, 0, sizeof(bs));
 	bs.index = index;
@@ -231,9 +231,9 @@ build_index(Relation heap, Relation index, IndexInfo *indexInfo, bool transactio
 	flush_batch(&bs);
 	pfree(bs.entries);
 
-	ix = pmh_open(index);
-	pmh_finish_deferred(ix);
-	pmh_leave();
+	ix = pmhash_open(index);
+	pmhash_finish_deferred(ix);
+	pmhash_leave();
 	return bs.index_tuples;
 }
 
@@ -259,7 +259,7 @@ static void
 rebuild_from_table(Relation index)
 {
 	Oid			heap_oid = IndexGetRelation(RelationGetRelid(index), false);
-	PmhFileKey	key;
+	PmhashFileKey	key;
 	char		path[MAXPGPATH];
 	PmhFileHeader hdr;
 	Relation	heap;
@@ -275,9 +275,9 @@ rebuild_from_table(Relation index)
 				 errhint("It is rebuilt automatically on first use after promotion; or run REINDEX INDEX %s on the primary.",
 						 quote_identifier(RelationGetRelationName(index)))));
 	LockRelationOid(RelationGetRelid(index), AccessExclusiveLock);
-	pmh_file_key(index, &key);
-	pmh_file_path(&key, path);
-	if (!pmh_read_file_header(path, &hdr) || !(hdr.state & PMH_STATE_NEEDS_REBUILD))
+	pmhash_file_key(index, &key);
+	pmhash_file_path(&key, path);
+	if (!pmhash_read_file_header(path, &hdr) || !(hdr.state & PMH_STATE_NEEDS_REBUILD))
 	{
 		/* someone else rebuilt it meanwhile */
 		UnlockRelationOid(RelationGetRelid(index), AccessExclusiveLock);
@@ -297,14 +297,14 @@ rebuild_from_table(Relation index)
  * Open an index for one operation: returns its local state with this
  * backend announced as a reader, after rebuilding the index from its table
  * if recovery could not bring its file up to date.  The caller must
- * pmh_leave() when done.
+ * pmhash_leave() when done.
  */
-PmhIndex *
-pmh_open(Relation index)
+PmhashLocal *
+pmhash_open(Relation index)
 {
-	PmhIndex   *ix;
+	PmhashLocal   *ix;
 
-	while ((ix = pmh_open_file(index)) == NULL)
+	while ((ix = pmhash_open_file(index)) == NULL)
 		rebuild_from_table(index);
 	return ix;
 }
@@ -314,5 +314,5 @@ void
 pmhashbuildempty(Relation index)
 {
 	pmhash_check_preloaded();
-	pmh_write_init_meta(index, choose_shard_bits(index, 0));
+	pmhash_write_init_meta(index, choose_shard_bits(index, 0));
 }

@@ -78,7 +78,7 @@ main_fork_in(Oid spc, Oid db, Oid rel, BackendId backend, RelFileNode *node)
  * leave the tablespace out); if so, node gets its full identity.
  */
 bool
-pmh_find_main_fork(Oid db, Oid rel, BackendId backend, RelFileNode *node)
+pmhash_find_main_fork(Oid db, Oid rel, BackendId backend, RelFileNode *node)
 {
 	DIR		   *dir;
 	struct dirent *de;
@@ -105,7 +105,7 @@ pmh_find_main_fork(Oid db, Oid rel, BackendId backend, RelFileNode *node)
  * older than 2^31 transactions.
  */
 FullTransactionId
-pmh_recent_full_xid(TransactionId xid)
+pmhash_recent_full_xid(TransactionId xid)
 {
 	FullTransactionId next = ReadNextFullTransactionId();
 	uint32		epoch = EpochFromFullTransactionId(next);
@@ -139,7 +139,7 @@ creator_outcome(uint64 creator)
 	LWLockAcquire(XactTruncationLock, LW_SHARED);
 	if (FullTransactionIdPrecedes(fxid, ReadNextFullTransactionId()) &&
 		FullTransactionIdFollowsOrEquals(fxid,
-										 pmh_recent_full_xid(ShmemVariableCache->oldestClogXid)) &&
+										 pmhash_recent_full_xid(ShmemVariableCache->oldestClogXid)) &&
 		!TransactionIdIsInProgress(xid))
 		outcome = TransactionIdDidCommit(xid) ? CREATOR_COMMITTED : CREATOR_FAILED;
 	LWLockRelease(XactTruncationLock);
@@ -153,7 +153,7 @@ creator_outcome(uint64 creator)
  * it.
  */
 void
-pmh_sweep_orphans(int elevel)
+pmhash_sweep_orphans(int elevel)
 {
 	DIR		   *dir = AllocateDir(pmhash_directory);
 	struct dirent *de;
@@ -169,22 +169,22 @@ pmh_sweep_orphans(int elevel)
 		PmhFileHeader hdr;
 		char		path[MAXPGPATH];
 
-		if (!pmh_parse_file_name(de->d_name, &db, &rel, &backend))
+		if (!pmhash_parse_file_name(de->d_name, &db, &rel, &backend))
 			continue;
 		snprintf(path, MAXPGPATH, "%s/%s", pmhash_directory, de->d_name);
-		LWLockAcquire(pmh_file_lock(), LW_EXCLUSIVE);
-		if (!pmh_find_main_fork(db, rel, backend, &node))
+		LWLockAcquire(pmhash_file_lock(), LW_EXCLUSIVE);
+		if (!pmhash_find_main_fork(db, rel, backend, &node))
 		{
 			if (unlink(path) == 0)
 				ereport(elevel,
 						(errmsg("removed orphaned pmhash file \"%s\"", path)));
 		}
-		else if (pmh_read_file_header(path, &hdr) && hdr.creator_xid != 0)
+		else if (pmhash_read_file_header(path, &hdr) && hdr.creator_xid != 0)
 		{
 			switch (creator_outcome(hdr.creator_xid))
 			{
 				case CREATOR_COMMITTED:
-					pmh_settle_file_creator(path);
+					pmhash_settle_file_creator(path);
 					break;
 				case CREATOR_FAILED:
 					if (unlink(path) == 0)
@@ -196,7 +196,7 @@ pmh_sweep_orphans(int elevel)
 					break;
 			}
 		}
-		LWLockRelease(pmh_file_lock());
+		LWLockRelease(pmhash_file_lock());
 	}
 	FreeDir(dir);
 }
@@ -211,7 +211,7 @@ pmhash_worker_main(Datum arg pg_attribute_unused())
 
 	for (;;)
 	{
-		pmh_sweep_orphans(LOG);
+		pmhash_sweep_orphans(LOG);
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 SWEEP_INTERVAL_MS, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);

@@ -50,7 +50,7 @@
 
 /* Create the directory of index files if it does not exist. */
 void
-pmh_directory_ensure(void)
+pmhash_directory_ensure(void)
 {
 	if (MakePGDirectory(pmhash_directory) != 0 && errno != EEXIST)
 		ereport(ERROR,
@@ -63,12 +63,12 @@ pmh_directory_ensure(void)
  * The descriptor is deliberately kept open.
  */
 void
-pmh_directory_lock(void)
+pmhash_directory_lock(void)
 {
 	char		path[MAXPGPATH];
 	int			fd;
 
-	pmh_directory_ensure();
+	pmhash_directory_ensure();
 	snprintf(path, MAXPGPATH, "%s/%s", pmhash_directory, LOCK_FILE_NAME);
 	fd = open(path, O_RDWR | O_CREAT, S_IRUSR | S_IWUSR);
 	if (fd < 0)
@@ -186,18 +186,18 @@ read_restore_marker(XLogRecPtr *end)
  * marked to be rebuilt.
  */
 bool
-pmh_directory_restore_begin(void)
+pmhash_directory_restore_begin(void)
 {
 	if (!recovering_from_backup())
 		return false;
-	pmh_directory_ensure();
+	pmhash_directory_ensure();
 	write_restore_marker(InvalidXLogRecPtr);
 	return !directory_in_data_directory();
 }
 
 /* Startup process, after replay: record where the restore's recovery ended. */
 void
-pmh_directory_restore_end(XLogRecPtr end)
+pmhash_directory_restore_end(XLogRecPtr end)
 {
 	XLogRecPtr	marked;
 
@@ -210,7 +210,7 @@ pmh_directory_restore_end(XLogRecPtr end)
  * file to a restore from a base backup.
  */
 bool
-pmh_directory_lost_to_restore(XLogRecPtr meta_lsn)
+pmhash_directory_lost_to_restore(XLogRecPtr meta_lsn)
 {
 	XLogRecPtr	end;
 

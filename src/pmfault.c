@@ -42,7 +42,7 @@ static const char *current_index = NULL;
 
 /* Remember a mapping so that faults in it become errors. */
 void
-pmh_fault_register(const char *base, size_t len)
+pmhash_fault_register(const char *base, size_t len)
 {
 	for (int i = 0; i < nmappings; i++)
 	{
@@ -63,7 +63,7 @@ pmh_fault_register(const char *base, size_t len)
 
 /* Forget a mapping before it is unmapped. */
 void
-pmh_fault_unregister(const char *base)
+pmhash_fault_unregister(const char *base)
 {
 	for (int i = 0; i < nmappings; i++)
 	{
@@ -74,7 +74,7 @@ pmh_fault_unregister(const char *base)
 
 /* Name the index of the operation in progress, for the error message. */
 void
-pmh_fault_set_index(const char *name)
+pmhash_fault_set_index(const char *name)
 {
 	current_index = name;
 }
@@ -97,7 +97,7 @@ static void
 sigbus_handler(int signo pg_attribute_unused(), siginfo_t *info,
 			   void *context pg_attribute_unused())
 {
-	if (pmh_entered() && address_is_mapped_index((const char *) info->si_addr))
+	if (pmhash_entered() && address_is_mapped_index((const char *) info->si_addr))
 		ereport(ERROR,
 				(errcode(ERRCODE_INDEX_CORRUPTED),
 				 errmsg("pmhash index \"%s\" could not read its file",
@@ -111,7 +111,7 @@ sigbus_handler(int signo pg_attribute_unused(), siginfo_t *info,
 
 /* Install the SIGBUS handler (in the postmaster; children inherit it). */
 void
-pmh_fault_init(void)
+pmhash_fault_init(void)
 {
 	struct sigaction act;
 
@@ -124,7 +124,7 @@ pmh_fault_init(void)
 
 /* Report a damaged index; the hint says how to repair it. */
 void
-pmh_raise_damaged(const char *index_name, const char *detail)
+pmhash_raise_damaged(const char *index_name, const char *detail)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_INDEX_CORRUPTED),

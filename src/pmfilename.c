@@ -28,9 +28,9 @@
  * the file name, since moving a database changes it under the index.
  */
 void
-pmh_file_key(Relation index, PmhFileKey *key)
+pmhash_file_key(Relation index, PmhashFileKey *key)
 {
-	memset(key, 0, sizeof(PmhFileKey));
+	memset(key, 0, sizeof(PmhashFileKey));
 	key->node = index->rd_node;
 	key->node.spcNode = InvalidOid;
 	key->backend = index->rd_backend;
@@ -38,7 +38,7 @@ pmh_file_key(Relation index, PmhFileKey *key)
 
 /* Path of an index file, in pmhash.directory, named after database and relfilenode. */
 void
-pmh_file_path(const PmhFileKey *key, char *path)
+pmhash_file_path(const PmhashFileKey *key, char *path)
 {
 	if (key->backend == InvalidBackendId)
 		snprintf(path, MAXPGPATH, "%s/%u_%u.pmh", pmhash_directory,
@@ -50,9 +50,9 @@ pmh_file_path(const PmhFileKey *key, char *path)
 
 /* The key of a permanent index's file. */
 void
-pmh_permanent_key(const RelFileNode *node, PmhFileKey *key)
+pmhash_permanent_key(const RelFileNode *node, PmhashFileKey *key)
 {
-	memset(key, 0, sizeof(PmhFileKey));
+	memset(key, 0, sizeof(PmhashFileKey));
 	key->node = *node;
 	key->node.spcNode = InvalidOid;
 	key->backend = InvalidBackendId;
@@ -60,7 +60,7 @@ pmh_permanent_key(const RelFileNode *node, PmhFileKey *key)
 
 /* Parse an index file name into its identity; false if it is not one. */
 bool
-pmh_parse_file_name(const char *name, Oid *db, Oid *rel, BackendId *backend)
+pmhash_parse_file_name(const char *name, Oid *db, Oid *rel, BackendId *backend)
 {
 	int			b;
 	char		tail[8];

@@ -59,7 +59,7 @@ pmhash_stats(PG_FUNCTION_ARGS)
 	Datum		values[14];
 	bool		nulls[14] = {0};
 	PmhStats	st;
-	PmhIndex   *ix;
+	PmhashLocal   *ix;
 	uint32		nshards;
 	uint64		free_units;
 	uint64		slots_used;
@@ -69,27 +69,27 @@ pmhash_stats(PG_FUNCTION_ARGS)
 		elog(ERROR, "return type must be a row type");
 
 	memset(&st, 0, sizeof(st));
-	ix = pmh_open(index);
+	ix = pmhash_open(index);
 	nshards = UINT32_C(1) << ix->table.shard_bits;
 	for (uint32 s = 0; s < nshards; s++)
 	{
-		LWLock	   *lock = pmh_shard_lock(ix->slot, s);
+		LWLock	   *lock = pmhash_shard_lock(ix->share, s);
 		PmhSegment	seg;
 
 		LWLockAcquire(lock, LW_SHARED);
-		pmh_shard_segment(ix, s, &seg);
+		pmhash_shard_segment(ix, s, &seg);
 		if (seg.unit != 0)
 			pmh_segment_stats(&seg, &st);
 		LWLockRelease(lock);
 	}
-	LWLockAcquire(pmh_alloc_lock(ix->slot), LW_SHARED);
-	free_units = pmh_freemap_total(&ix->slot->freemap);
-	LWLockRelease(pmh_alloc_lock(ix->slot));
+	LWLockAcquire(pmhash_alloc_lock(ix->share), LW_SHARED);
+	free_units = pmh_freemap_total(&ix->share->freemap);
+	LWLockRelease(pmhash_alloc_lock(ix->share));
 
 	slots_used = st.entries - st.chained_entries + st.chains;
-	values[i++] = CStringGetTextDatum(ix->slot->path);
+	values[i++] = CStringGetTextDatum(ix->share->path);
 	values[i++] = BoolGetDatum(ix->is_pmem != 0);
-	values[i++] = Int64GetDatum((int64) (pg_atomic_read_u64(&ix->slot->file_units) * PMH_UNIT_SIZE));
+	values[i++] = Int64GetDatum((int64) (pg_atomic_read_u64(&ix->share->file_units) * PMH_UNIT_SIZE));
 	values[i++] = Int64GetDatum((int64) st.entries);
 	values[i++] = Int32GetDatum((int32) nshards);
 	values[i++] = Int64GetDatum((int64) st.segments);
@@ -101,14 +101,14 @@ pmhash_stats(PG_FUNCTION_ARGS)
 	values[i++] = Int32GetDatum((int32) st.max_probe);
 	values[i++] = Int64GetDatum((int64) (free_units * PMH_UNIT_SIZE));
 	values[i++] = Int64GetDatum((int64) st.overflow_buckets);
-	pmh_leave();
+	pmhash_leave();
 	relation_close(index, AccessShareLock);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
 
 typedef struct CompareState
 {
-	PmhSlot    *slot;
+	PmhashShare    *share;
 	char		msg[256];
 	bool		bad;
 } CompareState;
@@ -119,7 +119,7 @@ compare_visit(void *arg, uint32 shard, uint64 desc, uint32 nposting, const PmhCo
 			  int broken pg_attribute_unused())
 {
 	CompareState *cs = arg;
-	PmhShardState *state = &cs->slot->shards[shard];
+	PmhashShardState *state = &cs->share->shards[shard];
 	uint64		mirror_desc;
 	uint32		mirror_nposting;
 
@@ -128,7 +128,7 @@ compare_visit(void *arg, uint32 shard, uint64 desc, uint32 nposting, const PmhCo
 	pmh_mirror_read(&state->mirror, &mirror_desc, &mirror_nposting);
 	if (mirror_desc != desc || mirror_nposting != nposting)
 		snprintf(cs->msg, sizeof(cs->msg),
-				 "shard %u: the directory in shared memory differs from the file", shard);
+				 "shard %u: the descriptor in shared memory differs from the file", shard);
 	else if (state->counts.entries != counts->entries || state->counts.slots != counts->slots)
 		snprintf(cs->msg, sizeof(cs->msg),
 				 "shard %u: shared memory counts %llu entries in %llu slots, the file %llu in %llu",
@@ -142,7 +142,7 @@ compare_visit(void *arg, uint32 shard, uint64 desc, uint32 nposting, const PmhCo
 
 /*
  * Whether every extent the allocator holds as free (or retired) is free
- * according to the directory.
+ * according to the descriptors.
  */
 static bool
 freemap_within(const PmhFreeMap *held, const PmhFreeMap *truth)
@@ -165,12 +165,12 @@ freemap_within(const PmhFreeMap *held, const PmhFreeMap *truth)
 PG_FUNCTION_INFO_V1(pmhash_verify);
 
 /*
- * Whole-file checks, which need writers stopped: the directory, segment
+ * Whole-file checks, which need writers stopped: the descriptors, segment
  * headers and overlaps agree with shared memory, and the allocator holds
  * only space no segment uses.
  */
 static const char *
-verify_file(PmhIndex *ix, uint64 file_units, char *msg, size_t msglen)
+verify_file(PmhashLocal *ix, uint64 file_units, char *msg, size_t msglen)
 {
 	uint32		nshards = UINT32_C(1) << ix->table.shard_bits;
 	PmhFreeMap	truth;
@@ -179,7 +179,7 @@ verify_file(PmhIndex *ix, uint64 file_units, char *msg, size_t msglen)
 	const char *err;
 
 	memset(&cs, 0, sizeof(cs));
-	cs.slot = ix->slot;
+	cs.share = ix->share;
 	pmh_freemap_init(&truth, palloc((nshards + 1) * sizeof(PmhExtent)), nshards + 1);
 	err = pmh_table_attach(&ix->table, file_units, &truth, 0, compare_visit, &cs, msg, msglen);
 	if (err == NULL && cs.bad)
@@ -191,24 +191,24 @@ verify_file(PmhIndex *ix, uint64 file_units, char *msg, size_t msglen)
 		return err;
 	pmh_freemap_init(&retired, palloc((PMHASH_MAX_RETIRED + 1) * sizeof(PmhExtent)),
 					 PMHASH_MAX_RETIRED + 1);
-	LWLockAcquire(pmh_alloc_lock(ix->slot), LW_SHARED);
-	for (int r = 0; r < ix->slot->nretired; r++)
-		pmh_freemap_release(&retired, ix->slot->retired[r].unit, ix->slot->retired[r].units);
-	if (!freemap_within(&ix->slot->freemap, &truth) || !freemap_within(&retired, &truth))
+	LWLockAcquire(pmhash_alloc_lock(ix->share), LW_SHARED);
+	for (int r = 0; r < ix->share->nretired; r++)
+		pmh_freemap_release(&retired, ix->share->retired[r].unit, ix->share->retired[r].units);
+	if (!freemap_within(&ix->share->freemap, &truth) || !freemap_within(&retired, &truth))
 		err = "the allocator holds space that a published segment uses";
-	LWLockRelease(pmh_alloc_lock(ix->slot));
+	LWLockRelease(pmhash_alloc_lock(ix->share));
 	return err;
 }
 
 /*
- * Check one shard in depth under its writer lock: the file's directory
+ * Check one shard in depth under its writer lock: the file's descriptors
  * agrees with shared memory, the segment is sound, and its counts match.
  */
 static const char *
-verify_shard(PmhIndex *ix, uint32 shard, uint64 *live, char *msg, size_t msglen)
+verify_shard(PmhashLocal *ix, uint32 shard, uint64 *live, char *msg, size_t msglen)
 {
-	PmhShardState *state = &ix->slot->shards[shard];
-	LWLock	   *lock = pmh_shard_lock(ix->slot, shard);
+	PmhashShardState *state = &ix->share->shards[shard];
+	LWLock	   *lock = pmhash_shard_lock(ix->share, shard);
 	const uint64 *dir;
 	const char *err = NULL;
 	PmhSegment	seg;
@@ -216,9 +216,9 @@ verify_shard(PmhIndex *ix, uint32 shard, uint64 *live, char *msg, size_t msglen)
 
 	*live = 0;
 	LWLockAcquire(lock, LW_SHARED);
-	pmh_shard_segment(ix, shard, &seg);
-	file_units = pg_atomic_read_u64(&ix->slot->file_units);
-	dir = (const uint64 *) (ix->base + ix->table.dir_unit * PMH_UNIT_SIZE);
+	pmhash_shard_segment(ix, shard, &seg);
+	file_units = pg_atomic_read_u64(&ix->share->file_units);
+	dir = (const uint64 *) (ix->base + ix->table.desc_unit * PMH_UNIT_SIZE);
 	if (state->broken)
 	{
 		snprintf(msg, msglen, "shard %u is broken and awaits replay of its rebuild", shard);
@@ -226,7 +226,7 @@ verify_shard(PmhIndex *ix, uint32 shard, uint64 *live, char *msg, size_t msglen)
 	}
 	else if (dir[shard] != (seg.unit == 0 ? 0 : pmh_desc_make(seg.unit, seg.nbuckets)))
 	{
-		snprintf(msg, msglen, "shard %u: the directory in shared memory differs from the file",
+		snprintf(msg, msglen, "shard %u: the descriptor in shared memory differs from the file",
 				 shard);
 		err = msg;
 	}
@@ -270,21 +270,21 @@ pmhash_verify(PG_FUNCTION_ARGS)
 	LOCKMODE	lockmode = recovery ? AccessShareLock : ShareLock;
 	Relation	index = open_inspected(PG_GETARG_OID(0), lockmode);
 	PmhashMetaData meta;
-	PmhIndex   *ix;
+	PmhashLocal   *ix;
 	uint32		nshards;
 	uint64		file_units;
 	uint64		total = 0;
 	const char *err;
 	char		msg[256];
 
-	ix = pmh_open(index);
-	/* after pmh_open, which may have reset an unlogged index */
-	pmh_read_meta(index, &meta, NULL);
-	file_units = pg_atomic_read_u64(&ix->slot->file_units);
-	pmh_ensure_mapped(ix, file_units);
+	ix = pmhash_open(index);
+	/* after pmhash_open, which may have reset an unlogged index */
+	pmhash_read_meta(index, &meta, NULL);
+	file_units = pg_atomic_read_u64(&ix->share->file_units);
+	pmhash_ensure_mapped(ix, file_units);
 	nshards = UINT32_C(1) << ix->table.shard_bits;
 
-	err = pmh_check_attached_header(ix);
+	err = pmhash_check_attached_header(ix);
 	if (err == NULL && ix->table.file_generation != meta.build_generation)
 		err = "The file does not belong to this build of the index.";
 	if (err == NULL && !recovery && ix->mapped_len / PMH_UNIT_SIZE != file_units)
@@ -299,9 +299,9 @@ pmhash_verify(PG_FUNCTION_ARGS)
 	}
 	if (err == NULL && !recovery)
 		err = verify_file(ix, file_units, msg, sizeof(msg));
-	pmh_leave();
+	pmhash_leave();
 	if (err)
-		pmh_raise_damaged(RelationGetRelationName(index), err);
+		pmhash_raise_damaged(RelationGetRelationName(index), err);
 	relation_close(index, lockmode);
 	PG_RETURN_INT64((int64) total);
 }

@@ -40,20 +40,20 @@ void		_PG_init(void);
 
 /* Chain our shared memory request after any earlier hook. */
 static void
-pmhash_shmem_request(void)
+chain_shmem_request(void)
 {
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
-	pmh_shmem_request();
+	pmhash_shmem_request();
 }
 
 /* Chain our shared memory initialization after any earlier hook. */
 static void
-pmhash_shmem_startup(void)
+chain_shmem_startup(void)
 {
 	if (prev_shmem_startup_hook)
 		prev_shmem_startup_hook();
-	pmh_shmem_startup();
+	pmhash_shmem_startup();
 }
 
 /* Define the configuration parameters. */
@@ -134,15 +134,15 @@ _PG_init(void)
 
 	define_gucs();
 	if (!IsUnderPostmaster)
-		pmh_directory_lock();
-	pmh_wal_register();
+		pmhash_directory_lock();
+	pmhash_wal_register();
 	prev_shmem_request_hook = shmem_request_hook;
-	shmem_request_hook = pmhash_shmem_request;
+	shmem_request_hook = chain_shmem_request;
 	prev_shmem_startup_hook = shmem_startup_hook;
-	shmem_startup_hook = pmhash_shmem_startup;
-	pmh_xact_init();
-	pmh_utility_init();
-	pmh_fault_init();
+	shmem_startup_hook = chain_shmem_startup;
+	pmhash_xact_init();
+	pmhash_utility_init();
+	pmhash_fault_init();
 	register_worker();
 	pmhash_preloaded = true;
 }

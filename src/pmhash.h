@@ -69,67 +69,67 @@ typedef struct PmhashOptions
 #define PMHASH_MAX_RETIRED		32
 
 /*
- * Per-shard state in shared memory: the directory mirror and counters.  The
+ * Per-shard state in shared memory: the mirror and counters.  The
  * mirror holds only validated values (checked when the file was attached,
  * or computed when the segment was written); every operation takes its
- * segment from it, never from the file's directory or segment header.
+ * segment from it, never from the file's descriptors or segment header.
  */
-typedef struct PmhShardState
+typedef struct PmhashShardState
 {
 	PmhShardMirror mirror;		/* written under the shard lock */
 	PmhCounts	counts;			/* protected by the shard lock */
 	bool		broken;			/* recovery: the segment failed validation */
-} PmhShardState;
+} PmhashShardState;
 
 /* A segment waiting until no reader can still be inside it. */
-typedef struct PmhRetired
+typedef struct PmhashRetired
 {
 	uint64		unit;
 	uint64		units;
 	uint64		epoch;
-} PmhRetired;
+} PmhashRetired;
 
-typedef enum PmhSlotState
+typedef enum PmhashShareState
 {
-	PMH_SLOT_FREE = 0,
-	PMH_SLOT_READY
-} PmhSlotState;
+	PMHASH_SHARE_FREE = 0,
+	PMHASH_SHARE_READY
+} PmhashShareState;
 
 /* Identity of an index file: relfilenode (tablespace zeroed) plus owning backend for temp. */
-typedef struct PmhFileKey
+typedef struct PmhashFileKey
 {
 	RelFileNode node;
 	BackendId	backend;
-} PmhFileKey;
+} PmhashFileKey;
 
 /* Shared state of one attached index. */
-typedef struct PmhSlot
+typedef struct PmhashShare
 {
-	PmhFileKey	key;
-	uint32		slot_gen;		/* changes whenever the slot changes hands */
-	PmhSlotState state;
+	PmhashFileKey	key;
+	uint32		share_gen;		/* changes whenever the share changes hands */
+	PmhashShareState state;
 	uint64		build_generation;
 	uint32		shard_bits;
 	bool		checksums;		/* buckets and posting blocks carry checksums */
 	bool		durable;		/* false for temporary indexes */
 	uint64		last_use;		/* attach clock, for eviction */
 	pg_atomic_uint64 file_units;	/* current length of the file */
-	uint64		pool_unit;		/* shared pool space of this slot */
+	uint64		pool_unit;		/* shared pool space of this share */
 	uint64		pool_units;
-	PmhShardState *shards;
+	PmhashShardState *shards;
 	PmhFreeMap	freemap;		/* file space; under the allocation lock */
 	int			nretired;
-	PmhRetired	retired[PMHASH_MAX_RETIRED];
+	PmhashRetired	retired[PMHASH_MAX_RETIRED];
 	int			alloc_lock;		/* index into the lock array */
 	char		path[MAXPGPATH];
-} PmhSlot;
+} PmhashShare;
 
 /* What one backend knows about one index file. */
-typedef struct PmhIndex
+typedef struct PmhashLocal
 {
-	PmhFileKey	key;			/* hash key */
-	PmhSlot    *slot;
-	uint32		slot_gen;
+	PmhashFileKey	key;			/* hash key */
+	PmhashShare    *share;
+	uint32		share_gen;
 	char	   *base;			/* our mapping of the file */
 	size_t		mapped_len;
 	int			is_pmem;
@@ -149,7 +149,7 @@ typedef struct PmhIndex
 	uint32		npending;
 	XLogRecPtr	pending_since;	/* earliest stamp among them */
 	RelFileNode node;			/* full identity for WAL records */
-} PmhIndex;
+} PmhashLocal;
 
 /* pmhash.c */
 extern char *pmhash_directory;
@@ -161,142 +161,142 @@ extern void pmhash_check_preloaded(void);
 extern Datum pmhash_handler(PG_FUNCTION_ARGS);
 
 /* pmshmem.c */
-extern void pmh_shmem_request(void);
-extern void pmh_shmem_startup(void);
-extern void pmh_enter(void);
-extern void pmh_leave(void);
-extern void pmh_leave_all(void);
-extern bool pmh_entered(void);
-extern LWLock *pmh_shard_lock(PmhSlot *slot, uint32 shard);
-extern LWLock *pmh_slot_table_lock(void);
-extern LWLock *pmh_file_lock(void);
-extern LWLock *pmh_alloc_lock(PmhSlot *slot);
-extern PmhSlot *pmh_slot_find(const PmhFileKey *key);
-extern void pmh_slots_detach_all(void (*on_broken) (PmhSlot *slot));
-extern PmhSlot *pmh_slot_assign(const PmhFileKey *key, uint32 shard_bits);
-extern void pmh_slot_release(PmhSlot *slot);
-extern void pmh_forget_file(const PmhFileKey *key);
-extern uint64 pmh_forget_counter(void);
-extern uint64 pmh_retire_epoch(void);
-extern void pmh_wait_for_readers(uint64 epoch);
-extern bool pmh_readers_done(uint64 epoch);
+extern void pmhash_shmem_request(void);
+extern void pmhash_shmem_startup(void);
+extern void pmhash_enter(void);
+extern void pmhash_leave(void);
+extern void pmhash_leave_all(void);
+extern bool pmhash_entered(void);
+extern LWLock *pmhash_shard_lock(PmhashShare *share, uint32 shard);
+extern LWLock *pmhash_share_table_lock(void);
+extern LWLock *pmhash_file_lock(void);
+extern LWLock *pmhash_alloc_lock(PmhashShare *share);
+extern PmhashShare *pmhash_share_find(const PmhashFileKey *key);
+extern void pmhash_shares_detach_all(void (*on_broken) (PmhashShare *share));
+extern PmhashShare *pmhash_share_assign(const PmhashFileKey *key, uint32 shard_bits);
+extern void pmhash_share_release(PmhashShare *share);
+extern void pmhash_forget_file(const PmhashFileKey *key);
+extern uint64 pmhash_forget_counter(void);
+extern uint64 pmhash_retire_epoch(void);
+extern void pmhash_wait_for_readers(uint64 epoch);
+extern bool pmhash_readers_done(uint64 epoch);
 
 /* pmdirectory.c */
-extern void pmh_directory_ensure(void);
-extern void pmh_directory_lock(void);
-extern bool pmh_directory_restore_begin(void);
-extern void pmh_directory_restore_end(XLogRecPtr end);
-extern bool pmh_directory_lost_to_restore(XLogRecPtr meta_lsn);
+extern void pmhash_directory_ensure(void);
+extern void pmhash_directory_lock(void);
+extern bool pmhash_directory_restore_begin(void);
+extern void pmhash_directory_restore_end(XLogRecPtr end);
+extern bool pmhash_directory_lost_to_restore(XLogRecPtr meta_lsn);
 
 /* pmfault.c */
-extern void pmh_fault_init(void);
-extern void pmh_fault_register(const char *base, size_t len);
-extern void pmh_fault_unregister(const char *base);
-extern void pmh_fault_set_index(const char *name);
-extern void pmh_raise_damaged(const char *index_name, const char *detail) pg_attribute_noreturn();
+extern void pmhash_fault_init(void);
+extern void pmhash_fault_register(const char *base, size_t len);
+extern void pmhash_fault_unregister(const char *base);
+extern void pmhash_fault_set_index(const char *name);
+extern void pmhash_raise_damaged(const char *index_name, const char *detail) pg_attribute_noreturn();
 
 /* pmfilename.c */
-extern void pmh_file_key(Relation index, PmhFileKey *key);
-extern void pmh_permanent_key(const RelFileNode *node, PmhFileKey *key);
-extern void pmh_file_path(const PmhFileKey *key, char *path);
-extern bool pmh_parse_file_name(const char *name, Oid *db, Oid *rel, BackendId *backend);
+extern void pmhash_file_key(Relation index, PmhashFileKey *key);
+extern void pmhash_permanent_key(const RelFileNode *node, PmhashFileKey *key);
+extern void pmhash_file_path(const PmhashFileKey *key, char *path);
+extern bool pmhash_parse_file_name(const char *name, Oid *db, Oid *rel, BackendId *backend);
 
 /* pmmeta.c */
-extern void pmh_read_meta(Relation index, PmhashMetaData *meta, XLogRecPtr *lsn);
-extern void pmh_write_meta(Relation index, ForkNumber fork, const PmhashMetaData *meta);
-extern uint64 pmh_new_generation(void);
-extern void pmh_make_meta(PmhashMetaData *meta, uint64 generation, uint32 shard_bits,
+extern void pmhash_read_meta(Relation index, PmhashMetaData *meta, XLogRecPtr *lsn);
+extern void pmhash_write_meta(Relation index, ForkNumber fork, const PmhashMetaData *meta);
+extern uint64 pmhash_new_generation(void);
+extern void pmhash_make_meta(PmhashMetaData *meta, uint64 generation, uint32 shard_bits,
 						  uint32 flags);
-extern void pmh_write_init_meta(Relation index, uint32 shard_bits);
+extern void pmhash_write_init_meta(Relation index, uint32 shard_bits);
 
 /* pmmap.c */
-extern PmhIndex *pmh_local_entry(const PmhFileKey *key);
-extern void pmh_unmap_local(PmhIndex *ix);
-extern void pmh_drop_local(const PmhFileKey *key);
-extern void pmh_prune_locals(void);
-extern void pmh_map_file(PmhIndex *ix, const char *path);
-extern void pmh_ensure_mapped(PmhIndex *ix, uint64 end_unit);
-extern void pmh_foreach_local(void (*fn) (PmhIndex *ix));
-extern void pmh_pmem_flush(void *arg, const void *addr, size_t len);
-extern void pmh_pmem_drain(void *arg);
-extern void pmh_sync_dirty(PmhIndex *ix);
-extern void pmh_sync_all_dirty(void);
-extern PmhPersist pmh_normal_persist(PmhIndex *ix);
-extern void pmh_persist_range(char *base, size_t len, int is_pmem, const char *path);
-extern void pmh_redo_will_change(PmhIndex *ix);
-extern void pmh_redo_synced(XLogRecPtr lsn);
+extern PmhashLocal *pmhash_local_entry(const PmhashFileKey *key);
+extern void pmhash_unmap_local(PmhashLocal *ix);
+extern void pmhash_drop_local(const PmhashFileKey *key);
+extern void pmhash_prune_locals(void);
+extern void pmhash_map_file(PmhashLocal *ix, const char *path);
+extern void pmhash_ensure_mapped(PmhashLocal *ix, uint64 end_unit);
+extern void pmhash_foreach_local(void (*fn) (PmhashLocal *ix));
+extern void pmhash_pmem_flush(void *arg, const void *addr, size_t len);
+extern void pmhash_pmem_drain(void *arg);
+extern void pmhash_sync_dirty(PmhashLocal *ix);
+extern void pmhash_sync_all_dirty(void);
+extern PmhPersist pmhash_normal_persist(PmhashLocal *ix);
+extern void pmhash_persist_range(char *base, size_t len, int is_pmem, const char *path);
+extern void pmhash_redo_will_change(PmhashLocal *ix);
+extern void pmhash_redo_synced(XLogRecPtr lsn);
 
 /* pmspace.c */
-extern uint64 pmh_space_alloc(void *arg, uint64 units);
-extern void pmh_space_free(void *arg, uint64 unit, uint64 units);
-extern void pmh_finish_deferred(PmhIndex *ix);
+extern uint64 pmhash_space_alloc(void *arg, uint64 units);
+extern void pmhash_space_free(void *arg, uint64 unit, uint64 units);
+extern void pmhash_finish_deferred(PmhashLocal *ix);
 
 /* pmstorage.c */
-extern void pmh_create_file(const PmhFileKey *key, const char *path, uint32 shard_bits,
+extern void pmhash_create_file(const PmhashFileKey *key, const char *path, uint32 shard_bits,
 							uint64 generation, uint32 state, bool durable, bool transactional,
 							FullTransactionId creator);
-extern void pmh_create_for_redo(const RelFileNode *node, uint64 generation, uint32 shard_bits,
+extern void pmhash_create_for_redo(const RelFileNode *node, uint64 generation, uint32 shard_bits,
 								FullTransactionId creator);
-extern bool pmh_copy_file(const RelFileNode *from, const RelFileNode *to);
-extern void pmh_create_placeholder(const RelFileNode *node);
-extern bool pmh_read_file_header(const char *path, PmhFileHeader *hdr);
-extern void pmh_set_file_state(const char *path, uint64 set_bits);
-extern void pmh_settle_file_creator(const char *path);
-extern void pmh_unlink_file(const char *path);
+extern bool pmhash_copy_file(const RelFileNode *from, const RelFileNode *to);
+extern void pmhash_create_placeholder(const RelFileNode *node);
+extern bool pmhash_read_file_header(const char *path, PmhFileHeader *hdr);
+extern void pmhash_set_file_state(const char *path, uint64 set_bits);
+extern void pmhash_settle_file_creator(const char *path);
+extern void pmhash_unlink_file(const char *path);
 
 /* pmattach.c */
-extern PmhIndex *pmh_open_file(Relation index);
-extern PmhIndex *pmh_open_for_redo(const RelFileNode *node);
-extern PmhIndex *pmh_create(Relation index, uint32 shard_bits, bool deferred, bool transactional);
-extern const char *pmh_check_attached_header(PmhIndex *ix);
+extern PmhashLocal *pmhash_open_file(Relation index);
+extern PmhashLocal *pmhash_open_for_redo(const RelFileNode *node);
+extern PmhashLocal *pmhash_create(Relation index, uint32 shard_bits, bool deferred, bool transactional);
+extern const char *pmhash_check_attached_header(PmhashLocal *ix);
 
 /* pmshard.c */
-#define PMH_INSERT_BATCH		256		/* entries per INSERT record at most */
-extern uint32 pmh_hash_datum(Relation index, Datum value);
-extern void pmh_check_tid(Relation index, ItemPointer tid);
-extern void pmh_insert_entry(Relation index, PmhIndex *ix, uint32 hash, ItemPointer tid);
-extern void pmh_lookup_entries(Relation index, PmhIndex *ix, Relation heap, uint32 hash,
+#define PMHASH_INSERT_BATCH		256		/* entries per INSERT record at most */
+extern uint32 pmhash_hash_datum(Relation index, Datum value);
+extern void pmhash_check_tid(Relation index, ItemPointer tid);
+extern void pmhash_insert_entry(Relation index, PmhashLocal *ix, uint32 hash, ItemPointer tid);
+extern void pmhash_lookup_entries(Relation index, PmhashLocal *ix, Relation heap, uint32 hash,
 							   ItemPointer *tids, int *ntids, int *maxtids);
-extern void pmh_shard_segment(PmhIndex *ix, uint32 shard, PmhSegment *seg);
-extern void pmh_raise_shard_damaged(const char *index_name, uint32 shard) pg_attribute_noreturn();
+extern void pmhash_shard_segment(PmhashLocal *ix, uint32 shard, PmhSegment *seg);
+extern void pmhash_raise_shard_damaged(const char *index_name, uint32 shard) pg_attribute_noreturn();
 
 /* pmxlog.c */
-extern XLogRecPtr pmh_log_create(const RelFileNode *node, uint64 generation, uint32 shard_bits,
+extern XLogRecPtr pmhash_log_create(const RelFileNode *node, uint64 generation, uint32 shard_bits,
 								 bool transactional);
-extern XLogRecPtr pmh_log_inserts(const RelFileNode *node, const PmhEntry *entries,
+extern XLogRecPtr pmhash_log_inserts(const RelFileNode *node, const PmhEntry *entries,
 								  uint32 count, XLogRecPtr since);
-extern XLogRecPtr pmh_log_rebuild(const RelFileNode *node, uint32 shard, double fill,
+extern XLogRecPtr pmhash_log_rebuild(const RelFileNode *node, uint32 shard, double fill,
 								  const PmhEntry *entries, uint64 count);
-extern XLogRecPtr pmh_log_delete(const RelFileNode *node, uint32 shard, PmhEntry *entries,
+extern XLogRecPtr pmhash_log_delete(const RelFileNode *node, uint32 shard, PmhEntry *entries,
 								 uint64 count);
-extern XLogRecPtr pmh_log_copy(const RelFileNode *from, const RelFileNode *to);
-extern int	pmh_entry_tid_cmp(const void *a, const void *b);
+extern XLogRecPtr pmhash_log_copy(const RelFileNode *from, const RelFileNode *to);
+extern int	pmhash_entry_tid_cmp(const void *a, const void *b);
 
 /* pmredo.c */
-extern void pmh_wal_register(void);
+extern void pmhash_wal_register(void);
 
 /* pmrecovery.c */
-extern void pmh_recovery_flag_files(XLogRecPtr redo_start, bool distrust);
-extern void pmh_recovery_finish(void);
-extern void pmh_mark_needs_rebuild(const RelFileNode *node);
+extern void pmhash_recovery_flag_files(XLogRecPtr redo_start, bool distrust);
+extern void pmhash_recovery_finish(void);
+extern void pmhash_mark_needs_rebuild(const RelFileNode *node);
 
 /* pmbuild.c */
-extern PmhIndex *pmh_open(Relation index);
-extern double pmh_build_fill(Relation index);
+extern PmhashLocal *pmhash_open(Relation index);
+extern double pmhash_build_fill(Relation index);
 
 /* pmutility.c */
-extern void pmh_utility_init(void);
+extern void pmhash_utility_init(void);
 
 /* pmcleaner.c */
-extern void pmh_sweep_orphans(int elevel);
-extern FullTransactionId pmh_recent_full_xid(TransactionId xid);
-extern bool pmh_find_main_fork(Oid db, Oid rel, BackendId backend, RelFileNode *node);
+extern void pmhash_sweep_orphans(int elevel);
+extern FullTransactionId pmhash_recent_full_xid(TransactionId xid);
+extern bool pmhash_find_main_fork(Oid db, Oid rel, BackendId backend, RelFileNode *node);
 extern void pmhash_worker_main(Datum arg) pg_attribute_noreturn();
 
 /* pmxact.c */
-extern void pmh_xact_init(void);
-extern void pmh_remember_created(const PmhFileKey *key, Oid relid, const char *path);
-extern void pmh_queue_insert(PmhIndex *ix, uint32 hash, PmhTid tid, XLogRecPtr lsn);
+extern void pmhash_xact_init(void);
+extern void pmhash_remember_created(const PmhashFileKey *key, Oid relid, const char *path);
+extern void pmhash_queue_insert(PmhashLocal *ix, uint32 hash, PmhTid tid, XLogRecPtr lsn);
 
 /* access method callbacks */
 extern IndexBuildResult *pmhashbuild(Relation heap, Relation index, IndexInfo *indexInfo);

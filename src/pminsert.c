@@ -23,14 +23,14 @@ pmhashinsert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
 			 IndexInfo *indexInfo pg_attribute_unused())
 {
 	uint32		hash;
-	PmhIndex   *ix;
+	PmhashLocal   *ix;
 
 	if (isnull[0])
 		return false;
-	pmh_check_tid(index, ht_ctid);
-	hash = pmh_hash_datum(index, values[0]);
-	ix = pmh_open(index);
-	pmh_insert_entry(index, ix, hash, ht_ctid);
-	pmh_leave();
+	pmhash_check_tid(index, ht_ctid);
+	hash = pmhash_hash_datum(index, values[0]);
+	ix = pmhash_open(index);
+	pmhash_insert_entry(index, ix, hash, ht_ctid);
+	pmhash_leave();
 	return false;
 }

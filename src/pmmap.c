@@ -7,7 +7,7 @@
  * freed, so that relcache entries may point to it): its mapping of the
  * whole file, its table view, the ranges it dirtied and the INSERT records
  * it has not written yet.  Mappings follow the file when it grows and are
- * dropped when its slot is released.  Persistence: per-entry changes are
+ * dropped when its share is released.  Persistence: per-entry changes are
  * recorded as dirty ranges, cache lines on DAX and pages on an ordinary
  * file, and made durable at pre-commit; structural changes at once; during
  * replay, REDO_DIRTY in the header marks a file with replayed changes not
@@ -37,18 +37,18 @@ static uint64 forget_seen = 0;
 static bool any_dirty = false;
 
 /* The backend-local entry of a file, created empty if new. */
-PmhIndex *
-pmh_local_entry(const PmhFileKey *key)
+PmhashLocal *
+pmhash_local_entry(const PmhashFileKey *key)
 {
-	PmhIndex   *ix;
+	PmhashLocal   *ix;
 	bool		found;
 
 	if (local_indexes == NULL)
 	{
 		HASHCTL		ctl;
 
-		ctl.keysize = sizeof(PmhFileKey);
-		ctl.entrysize = sizeof(PmhIndex);
+		ctl.keysize = sizeof(PmhashFileKey);
+		ctl.entrysize = sizeof(PmhashLocal);
 		ctl.hcxt = TopMemoryContext;
 		local_indexes = hash_create("pmhash local indexes", 64, &ctl,
 									HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
@@ -56,7 +56,7 @@ pmh_local_entry(const PmhFileKey *key)
 	ix = hash_search(local_indexes, key, HASH_ENTER, &found);
 	if (!found)
 	{
-		memset((char *) ix + sizeof(PmhFileKey), 0, sizeof(PmhIndex) - sizeof(PmhFileKey));
+		memset((char *) ix + sizeof(PmhashFileKey), 0, sizeof(PmhashLocal) - sizeof(PmhashFileKey));
 		ix->key = *key;
 	}
 	return ix;
@@ -64,16 +64,16 @@ pmh_local_entry(const PmhFileKey *key)
 
 /* Unmap a local entry's file. */
 void
-pmh_unmap_local(PmhIndex *ix)
+pmhash_unmap_local(PmhashLocal *ix)
 {
 	if (ix->base)
 	{
-		pmh_fault_unregister(ix->base);
+		pmhash_fault_unregister(ix->base);
 		pmem_unmap(ix->base, ix->mapped_len);
 	}
 	ix->base = NULL;
 	ix->mapped_len = 0;
-	ix->slot = NULL;
+	ix->share = NULL;
 	ix->ndirty = 0;
 }
 
@@ -82,27 +82,27 @@ pmh_unmap_local(PmhIndex *ix)
  * The entry itself stays, so that pointers to it (rd_amcache) stay valid.
  */
 void
-pmh_drop_local(const PmhFileKey *key)
+pmhash_drop_local(const PmhashFileKey *key)
 {
-	PmhIndex   *ix;
+	PmhashLocal   *ix;
 
 	if (local_indexes == NULL)
 		return;
 	ix = hash_search(local_indexes, key, HASH_FIND, NULL);
 	if (ix == NULL)
 		return;
-	pmh_unmap_local(ix);
+	pmhash_unmap_local(ix);
 	ix->npending = 0;
 	ix->deferred = false;
 }
 
-/* Unmap files whose slots were released (dropped or evicted indexes). */
+/* Unmap files whose shares were released (dropped or evicted indexes). */
 void
-pmh_prune_locals(void)
+pmhash_prune_locals(void)
 {
 	HASH_SEQ_STATUS status;
-	PmhIndex   *ix;
-	uint64		counter = pmh_forget_counter();
+	PmhashLocal   *ix;
+	uint64		counter = pmhash_forget_counter();
 
 	if (counter == forget_seen || local_indexes == NULL)
 		return;
@@ -110,19 +110,19 @@ pmh_prune_locals(void)
 	hash_seq_init(&status, local_indexes);
 	while ((ix = hash_seq_search(&status)) != NULL)
 	{
-		if (ix->slot == NULL || ix->slot->slot_gen != ix->slot_gen ||
-			ix->slot->state != PMH_SLOT_READY)
+		if (ix->share == NULL || ix->share->share_gen != ix->share_gen ||
+			ix->share->state != PMHASH_SHARE_READY)
 		{
 			if (ix->ndirty > 0 && ix->base != NULL)
-				pmh_sync_dirty(ix);
-			pmh_unmap_local(ix);
+				pmhash_sync_dirty(ix);
+			pmhash_unmap_local(ix);
 		}
 	}
 }
 
 /* Map (or remap) a file into this backend; errors name the index of ix. */
 void
-pmh_map_file(PmhIndex *ix, const char *path)
+pmhash_map_file(PmhashLocal *ix, const char *path)
 {
 	struct stat st;
 	size_t		len;
@@ -131,7 +131,7 @@ pmh_map_file(PmhIndex *ix, const char *path)
 
 	/* libpmem refuses an empty file with an obscure error; a short one is damaged */
 	if (stat(path, &st) == 0 && st.st_size < PMH_HEADER_UNITS * PMH_UNIT_SIZE)
-		pmh_raise_damaged(NameStr(ix->name),
+		pmhash_raise_damaged(NameStr(ix->name),
 						  psprintf("File \"%s\" is shorter than a file header: it was truncated.",
 								   path));
 	base = pmem_map_file(path, 0, 0, 0, &len, &is_pmem);
@@ -144,34 +144,34 @@ pmh_map_file(PmhIndex *ix, const char *path)
 						 quote_identifier(NameStr(ix->name)))));
 	if (ix->base)
 	{
-		pmh_fault_unregister(ix->base);
+		pmhash_fault_unregister(ix->base);
 		pmem_unmap(ix->base, ix->mapped_len);
 	}
 	ix->base = base;
 	ix->mapped_len = len;
 	ix->is_pmem = is_pmem;
-	pmh_fault_register(base, len);
+	pmhash_fault_register(base, len);
 }
 
 /* Make sure the mapping covers the file up to end_unit, remapping if it grew. */
 void
-pmh_ensure_mapped(PmhIndex *ix, uint64 end_unit)
+pmhash_ensure_mapped(PmhashLocal *ix, uint64 end_unit)
 {
 	if (end_unit * PMH_UNIT_SIZE <= ix->mapped_len)
 		return;
-	pmh_map_file(ix, ix->slot->path);
+	pmhash_map_file(ix, ix->share->path);
 	if (end_unit * PMH_UNIT_SIZE > ix->mapped_len)
-		pmh_raise_damaged(NameStr(ix->name),
+		pmhash_raise_damaged(NameStr(ix->name),
 						  psprintf("File \"%s\" is shorter than the index's segments: it was truncated.",
-								   ix->slot->path));
+								   ix->share->path));
 }
 
 /* Call fn for every index file this backend knows. */
 void
-pmh_foreach_local(void (*fn) (PmhIndex *ix))
+pmhash_foreach_local(void (*fn) (PmhashLocal *ix))
 {
 	HASH_SEQ_STATUS status;
-	PmhIndex   *ix;
+	PmhashLocal   *ix;
 
 	if (local_indexes == NULL)
 		return;
@@ -182,14 +182,14 @@ pmh_foreach_local(void (*fn) (PmhIndex *ix))
 
 /* Flush callback on DAX. */
 void
-pmh_pmem_flush(void *arg pg_attribute_unused(), const void *addr, size_t len)
+pmhash_pmem_flush(void *arg pg_attribute_unused(), const void *addr, size_t len)
 {
 	pmem_flush(addr, len);
 }
 
 /* Drain callback on DAX. */
 void
-pmh_pmem_drain(void *arg pg_attribute_unused())
+pmhash_pmem_drain(void *arg pg_attribute_unused())
 {
 	pmem_drain();
 }
@@ -205,7 +205,7 @@ pmh_pmem_drain(void *arg pg_attribute_unused())
 static void
 record_dirty(void *arg, const void *addr, size_t len)
 {
-	PmhIndex   *ix = arg;
+	PmhashLocal   *ix = arg;
 	uint64		granule = ix->is_pmem ? 64 : (uint64) sysconf(_SC_PAGESIZE);
 	uint64		start = (uint64) ((const char *) addr - ix->base) / granule * granule;
 	uint64		end = ((uint64) ((const char *) addr - ix->base) + len + granule - 1) / granule * granule;
@@ -224,7 +224,7 @@ record_dirty(void *arg, const void *addr, size_t len)
 	if (ix->ndirty == ix->maxdirty)
 	{
 		if (ix->maxdirty >= 4096)
-			pmh_sync_dirty(ix);
+			pmhash_sync_dirty(ix);
 		else
 		{
 			ix->maxdirty = Max(16, ix->maxdirty * 2);
@@ -243,7 +243,7 @@ record_dirty(void *arg, const void *addr, size_t len)
 static void
 sync_dirty(void *arg)
 {
-	pmh_sync_dirty((PmhIndex *) arg);
+	pmhash_sync_dirty((PmhashLocal *) arg);
 }
 
 /* msync a range of a mapped file, or fail. */
@@ -258,7 +258,7 @@ msync_range(char *addr, size_t len, const char *path)
 
 /* Make the dirty ranges of one file durable: flush and fence, or msync. */
 void
-pmh_sync_dirty(PmhIndex *ix)
+pmhash_sync_dirty(PmhashLocal *ix)
 {
 	for (int i = 0; i < ix->ndirty; i++)
 	{
@@ -270,7 +270,7 @@ pmh_sync_dirty(PmhIndex *ix)
 		if (ix->is_pmem)
 			pmem_flush(ix->base + start, end - start);
 		else
-			msync_range(ix->base + start, end - start, ix->slot->path);
+			msync_range(ix->base + start, end - start, ix->share->path);
 	}
 	if (ix->is_pmem && ix->ndirty > 0)
 		pmem_drain();
@@ -279,10 +279,10 @@ pmh_sync_dirty(PmhIndex *ix)
 
 /* Make durable every file this backend dirtied (at commit, and during replay). */
 void
-pmh_sync_all_dirty(void)
+pmhash_sync_all_dirty(void)
 {
 	HASH_SEQ_STATUS status;
-	PmhIndex   *ix;
+	PmhashLocal   *ix;
 
 	if (!any_dirty || local_indexes == NULL)
 		return;
@@ -290,7 +290,7 @@ pmh_sync_all_dirty(void)
 	while ((ix = hash_seq_search(&status)) != NULL)
 	{
 		if (ix->ndirty > 0 && ix->base != NULL)
-			pmh_sync_dirty(ix);
+			pmhash_sync_dirty(ix);
 	}
 	any_dirty = false;
 }
@@ -302,7 +302,7 @@ pmh_sync_all_dirty(void)
  * msync per range, at commit; structural changes sync at once.
  */
 PmhPersist
-pmh_normal_persist(PmhIndex *ix)
+pmhash_normal_persist(PmhashLocal *ix)
 {
 	if (!ix->durable)
 		return (PmhPersist) {NULL, NULL, NULL, ix};
@@ -311,7 +311,7 @@ pmh_normal_persist(PmhIndex *ix)
 
 /* Make a freshly written range durable (DAX or ordinary file). */
 void
-pmh_persist_range(char *base, size_t len, int is_pmem, const char *path)
+pmhash_persist_range(char *base, size_t len, int is_pmem, const char *path)
 {
 	if (is_pmem)
 		pmem_persist(base, len);
@@ -321,24 +321,24 @@ pmh_persist_range(char *base, size_t len, int is_pmem, const char *path)
 
 /* Write header state bits and redo position of a mapped file durably. */
 static void
-update_header(PmhIndex *ix, uint64 set_bits, uint64 clear_bits, XLogRecPtr redo_lsn)
+update_header(PmhashLocal *ix, uint64 set_bits, uint64 clear_bits, XLogRecPtr redo_lsn)
 {
 	PmhFileHeader *hdr = (PmhFileHeader *) ix->base;
 
 	hdr->state = (hdr->state | set_bits) & ~clear_bits;
 	if (redo_lsn != InvalidXLogRecPtr)
 		hdr->redo_lsn = redo_lsn;
-	pmh_persist_range(ix->base, sizeof(PmhFileHeader), ix->is_pmem, ix->slot->path);
+	pmhash_persist_range(ix->base, sizeof(PmhFileHeader), ix->is_pmem, ix->share->path);
 }
 
 /*
  * Replay is about to change a file: if this is its first change since the
  * last sync, record durably that the file holds replayed changes not yet
  * durable.  An OS crash of a standby then cannot silently lose them (see
- * pmh_recovery_flag_files).
+ * pmhash_recovery_flag_files).
  */
 void
-pmh_redo_will_change(PmhIndex *ix)
+pmhash_redo_will_change(PmhashLocal *ix)
 {
 	if (!ix->durable || ix->redo_dirty)
 		return;
@@ -348,12 +348,12 @@ pmh_redo_will_change(PmhIndex *ix)
 
 /* Replay synced everything up to lsn: files hold no unsynced replayed change. */
 void
-pmh_redo_synced(XLogRecPtr lsn)
+pmhash_redo_synced(XLogRecPtr lsn)
 {
 	HASH_SEQ_STATUS status;
-	PmhIndex   *ix;
+	PmhashLocal   *ix;
 
-	pmh_sync_all_dirty();
+	pmhash_sync_all_dirty();
 	if (local_indexes == NULL)
 		return;
 	hash_seq_init(&status, local_indexes);

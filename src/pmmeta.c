@@ -4,9 +4,9 @@
  *	  The metapage: block 0 of an index's main fork.
  *
  * Each index has a small ordinary main fork whose block 0 records the build
- * generation of its file, its shard bits and the directory it was created
- * in; core's transactional storage carries the main fork through DROP,
- * TRUNCATE, REINDEX and recovery.  A file whose header does not match its
+ * generation of its file, its shard bits and the pmhash.directory it was
+ * created in; core's transactional storage carries the main fork through
+ * DROP, TRUNCATE, REINDEX and recovery.  A file whose header does not match its
  * metapage is damaged.  An unlogged index's init fork holds a metapage
  * marked to reset the file after a crash.
  *
@@ -31,7 +31,7 @@
 
 /* Read and check the metapage of an index (and its LSN, if lsn is not NULL). */
 void
-pmh_read_meta(Relation index, PmhashMetaData *meta, XLogRecPtr *lsn)
+pmhash_read_meta(Relation index, PmhashMetaData *meta, XLogRecPtr *lsn)
 {
 	Buffer		buf;
 	Page		page;
@@ -39,7 +39,7 @@ pmh_read_meta(Relation index, PmhashMetaData *meta, XLogRecPtr *lsn)
 	PmhashMetaData *m;
 
 	if (RelationGetNumberOfBlocks(index) == 0)
-		pmh_raise_damaged(RelationGetRelationName(index), "The index has no metapage.");
+		pmhash_raise_damaged(RelationGetRelationName(index), "The index has no metapage.");
 	buf = ReadBuffer(index, PMHASH_META_BLKNO);
 	LockBuffer(buf, BUFFER_LOCK_SHARE);
 	page = BufferGetPage(buf);
@@ -50,7 +50,7 @@ pmh_read_meta(Relation index, PmhashMetaData *meta, XLogRecPtr *lsn)
 		m->version != PMHASH_META_VERSION || m->shard_bits > PMH_MAX_SHARD_BITS)
 	{
 		UnlockReleaseBuffer(buf);
-		pmh_raise_damaged(RelationGetRelationName(index),
+		pmhash_raise_damaged(RelationGetRelationName(index),
 						  "The metapage is not a pmhash metapage.");
 	}
 	memcpy(meta, m, sizeof(PmhashMetaData));
@@ -77,7 +77,7 @@ fill_meta_page(Page page, const PmhashMetaData *meta)
  * init fork of an unlogged index directly (as contrib/bloom does).
  */
 void
-pmh_write_meta(Relation index, ForkNumber fork, const PmhashMetaData *meta)
+pmhash_write_meta(Relation index, ForkNumber fork, const PmhashMetaData *meta)
 {
 	if (fork == MAIN_FORKNUM)
 	{
@@ -112,7 +112,7 @@ pmh_write_meta(Relation index, ForkNumber fork, const PmhashMetaData *meta)
 
 /* A random, nonzero build generation. */
 uint64
-pmh_new_generation(void)
+pmhash_new_generation(void)
 {
 	uint64		gen = 0;
 
@@ -126,7 +126,7 @@ pmh_new_generation(void)
 
 /* Metapage contents for a file. */
 void
-pmh_make_meta(PmhashMetaData *meta, uint64 generation, uint32 shard_bits, uint32 flags)
+pmhash_make_meta(PmhashMetaData *meta, uint64 generation, uint32 shard_bits, uint32 flags)
 {
 	memset(meta, 0, sizeof(PmhashMetaData));
 	meta->magic = PMHASH_META_MAGIC;
@@ -139,10 +139,10 @@ pmh_make_meta(PmhashMetaData *meta, uint64 generation, uint32 shard_bits, uint32
 
 /* Metapage of the init fork of an unlogged index. */
 void
-pmh_write_init_meta(Relation index, uint32 shard_bits)
+pmhash_write_init_meta(Relation index, uint32 shard_bits)
 {
 	PmhashMetaData meta;
 
-	pmh_make_meta(&meta, 0, shard_bits, PMHASH_META_INIT_FORK);
-	pmh_write_meta(index, INIT_FORKNUM, &meta);
+	pmhash_make_meta(&meta, 0, shard_bits, PMHASH_META_INIT_FORK);
+	pmhash_write_meta(index, INIT_FORKNUM, &meta);
 }

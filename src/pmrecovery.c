@@ -5,9 +5,9 @@
  *
  * Before replay, every entry in a bucket stamped after the redo start point
  * is flagged unverified: it may be a phantom whose WAL was lost, or a torn
- * slot of a base-backup copy (src/README, Durability hazards); in a file with checksums, such
- * buckets and posting blocks are resealed, since a crash may have kept a
- * commit without its seal.  After replay, everything the
+ * slot of a base-backup copy; in a file with checksums, such buckets and
+ * posting blocks are resealed, since a crash may have kept a commit without
+ * its seal (src/README, Durability hazards).  After replay, everything the
  * startup process changed is made durable, all shared state is dropped so
  * that normal backends re-attach with full validation, and files that
  * replay could not bring up to date are marked to be rebuilt from their
@@ -56,7 +56,7 @@ flag_file(const char *path, XLogRecPtr redo_start)
 		lost_replayed_changes((PmhFileHeader *) base, redo_start))
 	{
 		pmem_unmap(base, len);
-		pmh_set_file_state(path, PMH_STATE_NEEDS_REBUILD);
+		pmhash_set_file_state(path, PMH_STATE_NEEDS_REBUILD);
 		ereport(LOG,
 				(errmsg("pmhash: \"%s\" may have lost replayed changes in an operating system crash; the index will be rebuilt from its table when next used",
 						path)));
@@ -64,8 +64,8 @@ flag_file(const char *path, XLogRecPtr redo_start)
 	}
 	if (is_pmem)
 	{
-		persist.flush = pmh_pmem_flush;
-		persist.drain = pmh_pmem_drain;
+		persist.flush = pmhash_pmem_flush;
+		persist.drain = pmhash_pmem_drain;
 	}
 	flagged = pmh_file_flag_unverified(base, len / PMH_UNIT_SIZE, redo_start, &persist);
 	/* resealed checksums too, even where nothing was flagged */
@@ -85,7 +85,7 @@ flag_file(const char *path, XLogRecPtr redo_start)
  * or, to distrust them all, mark every one to be rebuilt.
  */
 void
-pmh_recovery_flag_files(XLogRecPtr redo_start, bool distrust)
+pmhash_recovery_flag_files(XLogRecPtr redo_start, bool distrust)
 {
 	DIR		   *dir = AllocateDir(pmhash_directory);
 	struct dirent *de;
@@ -100,7 +100,7 @@ pmh_recovery_flag_files(XLogRecPtr redo_start, bool distrust)
 		BackendId	backend;
 
 		/* temporary and unlogged indexes are gone or reset after a crash */
-		if (!pmh_parse_file_name(de->d_name, &db, &rel, &backend) ||
+		if (!pmhash_parse_file_name(de->d_name, &db, &rel, &backend) ||
 			backend != InvalidBackendId)
 			continue;
 		snprintf(path, MAXPGPATH, "%s/%s", pmhash_directory, de->d_name);
@@ -108,7 +108,7 @@ pmh_recovery_flag_files(XLogRecPtr redo_start, bool distrust)
 			flag_file(path, redo_start);
 		else
 		{
-			pmh_set_file_state(path, PMH_STATE_NEEDS_REBUILD);
+			pmhash_set_file_state(path, PMH_STATE_NEEDS_REBUILD);
 			ereport(LOG,
 					(errmsg("pmhash: \"%s\" is not part of the restored base backup; the index will be rebuilt from its table when next used",
 							path)));
@@ -117,21 +117,21 @@ pmh_recovery_flag_files(XLogRecPtr redo_start, bool distrust)
 	FreeDir(dir);
 }
 
-/* A slot with broken shards after replay: rebuild its file when next opened. */
+/* A share with broken shards after replay: rebuild its file when next opened. */
 static void
-mark_slot_broken(PmhSlot *slot)
+mark_share_broken(PmhashShare *share)
 {
-	pmh_set_file_state(slot->path, PMH_STATE_NEEDS_REBUILD);
+	pmhash_set_file_state(share->path, PMH_STATE_NEEDS_REBUILD);
 	ereport(LOG,
 			(errmsg("pmhash: \"%s\" could not be fully recovered; the index will be rebuilt from its table when next used",
-					slot->path)));
+					share->path)));
 }
 
 /* After replay: drop shared state; files with broken shards get rebuilt. */
 void
-pmh_recovery_finish(void)
+pmhash_recovery_finish(void)
 {
-	pmh_slots_detach_all(mark_slot_broken);
+	pmhash_shares_detach_all(mark_share_broken);
 }
 
 /*
@@ -139,9 +139,9 @@ pmh_recovery_finish(void)
  * rebuilt, or leave a placeholder that says so if the index still exists.
  */
 void
-pmh_mark_needs_rebuild(const RelFileNode *node)
+pmhash_mark_needs_rebuild(const RelFileNode *node)
 {
-	PmhFileKey	key;
+	PmhashFileKey	key;
 	char		path[MAXPGPATH];
 	struct stat st;
 	RelFileNode main_node;
@@ -150,13 +150,13 @@ pmh_mark_needs_rebuild(const RelFileNode *node)
 	key.node = *node;
 	key.node.spcNode = InvalidOid;
 	key.backend = InvalidBackendId;
-	pmh_file_path(&key, path);
+	pmhash_file_path(&key, path);
 	if (stat(path, &st) == 0)
 	{
-		pmh_set_file_state(path, PMH_STATE_NEEDS_REBUILD);
+		pmhash_set_file_state(path, PMH_STATE_NEEDS_REBUILD);
 		return;
 	}
-	if (!pmh_find_main_fork(node->dbNode, node->relNode, InvalidBackendId, &main_node))
+	if (!pmhash_find_main_fork(node->dbNode, node->relNode, InvalidBackendId, &main_node))
 		return;
-	pmh_create_placeholder(&main_node);
+	pmhash_create_placeholder(&main_node);
 }

@@ -84,17 +84,17 @@ note_unapplied(const RelFileNode *node)
 
 /*
  * Open an index file for a replayed change; NULL (noted) if it cannot take
- * records.  The caller must pmh_leave().
+ * records.  The caller must pmhash_leave().
  */
-static PmhIndex *
+static PmhashLocal *
 redo_open(const RelFileNode *node)
 {
-	PmhIndex   *ix = pmh_open_for_redo(node);
+	PmhashLocal   *ix = pmhash_open_for_redo(node);
 
 	if (ix == NULL)
 		note_unapplied(node);
 	else
-		pmh_redo_will_change(ix);
+		pmhash_redo_will_change(ix);
 	return ix;
 }
 
@@ -107,7 +107,7 @@ redo_insert(XLogReaderState *record)
 {
 	xl_pmhash_insert *xlrec = (xl_pmhash_insert *) XLogRecGetData(record);
 	char	   *packed = (char *) xlrec + sizeof(xl_pmhash_insert);
-	PmhIndex   *ix = redo_open(&xlrec->node);
+	PmhashLocal   *ix = redo_open(&xlrec->node);
 
 	if (ix == NULL)
 		return;
@@ -116,27 +116,27 @@ redo_insert(XLogReaderState *record)
 		uint32		hash;
 		PmhTid		tid;
 		uint32		shard;
-		PmhShardState *state;
+		PmhashShardState *state;
 
 		memcpy(&hash, packed + i * PACKED_ENTRY_SIZE, sizeof(uint32));
 		memcpy(&tid, packed + i * PACKED_ENTRY_SIZE + sizeof(uint32), sizeof(PmhTid));
 		shard = pmh_shard_of(hash, ix->table.shard_bits);
-		state = &ix->slot->shards[shard];
-		LWLockAcquire(pmh_shard_lock(ix->slot, shard), LW_EXCLUSIVE);
+		state = &ix->share->shards[shard];
+		LWLockAcquire(pmhash_shard_lock(ix->share, shard), LW_EXCLUSIVE);
 		if (!state->broken)
 		{
 			PmhSegment	seg;
 			PmhStatus	st;
 
-			pmh_shard_segment(ix, shard, &seg);
+			pmhash_shard_segment(ix, shard, &seg);
 			st = pmh_table_insert(&ix->table, &seg, &state->counts, hash, tid,
 								  record->EndRecPtr, PMH_INSERT_IF_ABSENT, xlrec->since);
 			if (st == PMH_CORRUPT || st == PMH_FULL)
 				state->broken = true;
 		}
-		LWLockRelease(pmh_shard_lock(ix->slot, shard));
+		LWLockRelease(pmhash_shard_lock(ix->share, shard));
 	}
-	pmh_leave();
+	pmhash_leave();
 }
 
 typedef struct DeletedSet
@@ -153,7 +153,7 @@ in_deleted_set(void *arg, PmhTid tid)
 	PmhEntry	key;
 
 	key.tid = tid;
-	return bsearch(&key, set->entries, set->count, sizeof(PmhEntry), pmh_entry_tid_cmp) != NULL;
+	return bsearch(&key, set->entries, set->count, sizeof(PmhEntry), pmhash_entry_tid_cmp) != NULL;
 }
 
 /* Replay a VACUUM deletion: one pass over the shard, deleting by set. */
@@ -161,8 +161,8 @@ static void
 redo_delete(XLogReaderState *record)
 {
 	xl_pmhash_entries *xlrec = (xl_pmhash_entries *) XLogRecGetData(record);
-	PmhIndex   *ix = redo_open(&xlrec->node);
-	PmhShardState *state;
+	PmhashLocal   *ix = redo_open(&xlrec->node);
+	PmhashShardState *state;
 	DeletedSet	set;
 	PmhDeleteOps ops = {in_deleted_set, NULL, NULL, &set};
 
@@ -172,25 +172,25 @@ redo_delete(XLogReaderState *record)
 	set.entries = record_entries(record, false);
 	if (set.entries == NULL)
 	{
-		pmh_leave();
+		pmhash_leave();
 		return;
 	}
 
-	state = &ix->slot->shards[xlrec->shard];
-	LWLockAcquire(pmh_shard_lock(ix->slot, xlrec->shard), LW_EXCLUSIVE);
+	state = &ix->share->shards[xlrec->shard];
+	LWLockAcquire(pmhash_shard_lock(ix->share, xlrec->shard), LW_EXCLUSIVE);
 	if (!state->broken)
 	{
 		PmhSegment	seg;
 		uint64		removed;
 
-		pmh_shard_segment(ix, xlrec->shard, &seg);
+		pmhash_shard_segment(ix, xlrec->shard, &seg);
 		if (seg.unit != 0 &&
 			pmh_bulk_delete(&seg, &ops, record->EndRecPtr, &ix->persist, &state->counts,
 							&removed) != PMH_OK)
 			state->broken = true;
 	}
-	LWLockRelease(pmh_shard_lock(ix->slot, xlrec->shard));
-	pmh_leave();
+	LWLockRelease(pmhash_shard_lock(ix->share, xlrec->shard));
+	pmhash_leave();
 	pfree(set.entries);
 }
 
@@ -199,8 +199,8 @@ static void
 redo_rebuild(XLogReaderState *record)
 {
 	xl_pmhash_entries *xlrec = (xl_pmhash_entries *) XLogRecGetData(record);
-	PmhIndex   *ix = redo_open(&xlrec->node);
-	PmhShardState *state;
+	PmhashLocal   *ix = redo_open(&xlrec->node);
+	PmhashShardState *state;
 	PmhEntry   *entries;
 	PmhSegment	seg;
 	PmhStatus	st;
@@ -208,24 +208,24 @@ redo_rebuild(XLogReaderState *record)
 	if (ix == NULL)
 		return;
 	entries = record_entries(record, true);
-	state = &ix->slot->shards[xlrec->shard];
+	state = &ix->share->shards[xlrec->shard];
 	if (entries == NULL)
 	{
 		state->broken = true;
-		pmh_leave();
+		pmhash_leave();
 		return;
 	}
-	LWLockAcquire(pmh_shard_lock(ix->slot, xlrec->shard), LW_EXCLUSIVE);
+	LWLockAcquire(pmhash_shard_lock(ix->share, xlrec->shard), LW_EXCLUSIVE);
 	/* a broken shard's segment is not used: it is replaced as if absent */
 	if (state->broken)
 		pmh_table_segment(&ix->table, xlrec->shard, 0, 0, &seg);
 	else
-		pmh_shard_segment(ix, xlrec->shard, &seg);
+		pmhash_shard_segment(ix, xlrec->shard, &seg);
 	st = pmh_table_rebuild(&ix->table, &seg, entries, xlrec->count, 1,
 						   xlrec->fill_permille / 1000.0, record->EndRecPtr, &state->counts);
 	state->broken = st != PMH_OK;
-	LWLockRelease(pmh_shard_lock(ix->slot, xlrec->shard));
-	pmh_leave();
+	LWLockRelease(pmhash_shard_lock(ix->share, xlrec->shard));
+	pmhash_leave();
 	pfree(entries);
 }
 
@@ -237,8 +237,8 @@ redo_create(XLogReaderState *record)
 	FullTransactionId creator = InvalidFullTransactionId;
 
 	if (xlrec->flags & XLOG_PMHASH_CREATE_TRANSACTIONAL)
-		creator = pmh_recent_full_xid(XLogRecGetXid(record));
-	pmh_create_for_redo(&xlrec->node, xlrec->generation, xlrec->shard_bits, creator);
+		creator = pmhash_recent_full_xid(XLogRecGetXid(record));
+	pmhash_create_for_redo(&xlrec->node, xlrec->generation, xlrec->shard_bits, creator);
 }
 
 /* Replay the copy of an index file to a new relfilenode. */
@@ -247,7 +247,7 @@ redo_copy(XLogReaderState *record)
 {
 	xl_pmhash_copy *xlrec = (xl_pmhash_copy *) XLogRecGetData(record);
 
-	if (!pmh_copy_file(&xlrec->from, &xlrec->to))
+	if (!pmhash_copy_file(&xlrec->from, &xlrec->to))
 		note_unapplied(&xlrec->to);
 }
 
@@ -280,7 +280,7 @@ pmhash_redo(XLogReaderState *record)
 	/* on ordinary files, bound what an OS crash of a standby can lose */
 	if (++records_since_sync >= 1024)
 	{
-		pmh_redo_synced(record->EndRecPtr);
+		pmhash_redo_synced(record->EndRecPtr);
 		records_since_sync = 0;
 	}
 }
@@ -362,9 +362,9 @@ pmhash_identify(uint8 info)
 static void
 pmhash_startup(void)
 {
-	bool		distrust = pmh_directory_restore_begin();
+	bool		distrust = pmhash_directory_restore_begin();
 
-	pmh_recovery_flag_files(GetRedoRecPtr(), distrust);
+	pmhash_recovery_flag_files(GetRedoRecPtr(), distrust);
 }
 
 /* rm_cleanup: after replay, make it durable and hand over to normal running. */
@@ -373,11 +373,11 @@ pmhash_cleanup(void)
 {
 	ListCell   *lc;
 
-	pmh_redo_synced(GetXLogReplayRecPtr(NULL));
-	pmh_directory_restore_end(GetXLogReplayRecPtr(NULL));
-	pmh_recovery_finish();
+	pmhash_redo_synced(GetXLogReplayRecPtr(NULL));
+	pmhash_directory_restore_end(GetXLogReplayRecPtr(NULL));
+	pmhash_recovery_finish();
 	foreach(lc, unapplied_files)
-		pmh_mark_needs_rebuild((RelFileNode *) lfirst(lc));
+		pmhash_mark_needs_rebuild((RelFileNode *) lfirst(lc));
 	list_free_deep(unapplied_files);
 	unapplied_files = NIL;
 }
@@ -395,7 +395,7 @@ static RmgrData pmhash_rmgr = {
 
 /* Register the resource manager (from _PG_init, preloading only). */
 void
-pmh_wal_register(void)
+pmhash_wal_register(void)
 {
 	RegisterCustomRmgr(RM_PMHASH_ID, &pmhash_rmgr);
 }

@@ -78,7 +78,7 @@ key_hash(IndexScanDesc scan, ScanKey key)
 	Oid			subtype = key->sk_subtype;
 
 	if (!OidIsValid(subtype) || subtype == index->rd_opcintype[0])
-		return pmh_hash_datum(index, key->sk_argument);
+		return pmhash_hash_datum(index, key->sk_argument);
 	if (so->cross_type != subtype)
 	{
 		Oid			proc = get_opfamily_proc(index->rd_opfamily[0], subtype, subtype, 1);
@@ -106,7 +106,7 @@ search(IndexScanDesc scan)
 {
 	PmhScanOpaque so = (PmhScanOpaque) scan->opaque;
 	Relation	index = scan->indexRelation;
-	PmhIndex   *ix;
+	PmhashLocal   *ix;
 	uint32		hash;
 	int			n = 0;
 
@@ -124,9 +124,9 @@ search(IndexScanDesc scan)
 	}
 	hash = key_hash(scan, &scan->keyData[0]);
 
-	ix = pmh_open(index);
-	pmh_lookup_entries(index, ix, scan->heapRelation, hash, &so->tids, &so->ntids, &so->maxtids);
-	pmh_leave();
+	ix = pmhash_open(index);
+	pmhash_lookup_entries(index, ix, scan->heapRelation, hash, &so->tids, &so->ntids, &so->maxtids);
+	pmhash_leave();
 
 	if (so->ntids > 1)
 	{

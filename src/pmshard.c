@@ -32,7 +32,7 @@ StaticAssertDecl(MaxHeapTuplesPerPage <= PMH_MAX_OFFSET,
 
 /* 32-bit hash of an indexed value, with the index's opclass and collation. */
 uint32
-pmh_hash_datum(Relation index, Datum value)
+pmhash_hash_datum(Relation index, Datum value)
 {
 	FmgrInfo   *proc = index_getprocinfo(index, 1, 1);
 
@@ -44,7 +44,7 @@ pmh_hash_datum(Relation index, Datum value)
  * other table access methods may use larger offsets.
  */
 void
-pmh_check_tid(Relation index, ItemPointer tid)
+pmhash_check_tid(Relation index, ItemPointer tid)
 {
 	if (ItemPointerGetOffsetNumberNoCheck(tid) > PMH_MAX_OFFSET)
 		ereport(ERROR,
@@ -60,14 +60,14 @@ pmh_check_tid(Relation index, ItemPointer tid)
  * mapping follows the file when it grows.
  */
 static void
-map_segment(PmhIndex *ix, uint32 shard, uint64 desc, uint32 nposting, PmhSegment *seg)
+map_segment(PmhashLocal *ix, uint32 shard, uint64 desc, uint32 nposting, PmhSegment *seg)
 {
-	uint64		file_units = pg_atomic_read_u64(&ix->slot->file_units);
+	uint64		file_units = pg_atomic_read_u64(&ix->share->file_units);
 
 	if (ix->mapped_len < file_units * PMH_UNIT_SIZE)
-		pmh_ensure_mapped(ix, file_units);
+		pmhash_ensure_mapped(ix, file_units);
 	if (desc != 0)
-		pmh_ensure_mapped(ix, pmh_desc_unit(desc) + 1 + pmh_desc_nbuckets(desc) + nposting);
+		pmhash_ensure_mapped(ix, pmh_desc_unit(desc) + 1 + pmh_desc_nbuckets(desc) + nposting);
 	pmh_table_segment(&ix->table, shard, desc, nposting, seg);
 }
 
@@ -76,21 +76,21 @@ map_segment(PmhIndex *ix, uint32 shard, uint64 desc, uint32 nposting, PmhSegment
  * holds the shard lock, in either mode, so no publication is under way.
  */
 void
-pmh_shard_segment(PmhIndex *ix, uint32 shard, PmhSegment *seg)
+pmhash_shard_segment(PmhashLocal *ix, uint32 shard, PmhSegment *seg)
 {
 	uint64		desc;
 	uint32		nposting;
 
-	if (!pmh_mirror_read(&ix->slot->shards[shard].mirror, &desc, &nposting))
+	if (!pmh_mirror_read(&ix->share->shards[shard].mirror, &desc, &nposting))
 		elog(ERROR, "pmhash: shard %u was published while its lock was held", shard);
 	map_segment(ix, shard, desc, nposting, seg);
 }
 
 /* Report a shard whose segment contradicts its format or its checksums. */
 void
-pmh_raise_shard_damaged(const char *index_name, uint32 shard)
+pmhash_raise_shard_damaged(const char *index_name, uint32 shard)
 {
-	pmh_raise_damaged(index_name,
+	pmhash_raise_damaged(index_name,
 					  psprintf("Shard %u has a bucket or posting block that disagrees with its checksum or refers outside its segment.",
 							   shard));
 }
@@ -113,11 +113,11 @@ raise_broken(Relation index, uint32 shard)
  * batch.
  */
 void
-pmh_insert_entry(Relation index, PmhIndex *ix, uint32 hash, ItemPointer tid)
+pmhash_insert_entry(Relation index, PmhashLocal *ix, uint32 hash, ItemPointer tid)
 {
 	uint32		shard = pmh_shard_of(hash, ix->table.shard_bits);
-	PmhShardState *state = &ix->slot->shards[shard];
-	LWLock	   *lock = pmh_shard_lock(ix->slot, shard);
+	PmhashShardState *state = &ix->share->shards[shard];
+	LWLock	   *lock = pmhash_shard_lock(ix->share, shard);
 	PmhTid		ptid;
 	PmhSegment	seg;
 	uint64		lsn = 0;
@@ -125,15 +125,15 @@ pmh_insert_entry(Relation index, PmhIndex *ix, uint32 hash, ItemPointer tid)
 
 	memcpy(&ptid, tid, sizeof(PmhTid));
 	LWLockAcquire(lock, LW_EXCLUSIVE);
-	pmh_shard_segment(ix, shard, &seg);
+	pmhash_shard_segment(ix, shard, &seg);
 	if (ix->logged)
 		lsn = GetXLogInsertRecPtr();
 	st = pmh_table_insert(&ix->table, &seg, &state->counts, hash, ptid, lsn, PMH_INSERT_NEW, 0);
 	LWLockRelease(lock);
 	if (ix->logged && (st == PMH_OK || st == PMH_PRESENT))
-		pmh_queue_insert(ix, hash, ptid, lsn);
+		pmhash_queue_insert(ix, hash, ptid, lsn);
 	if (st == PMH_CORRUPT)
-		pmh_raise_shard_damaged(RelationGetRelationName(index), shard);
+		pmhash_raise_shard_damaged(RelationGetRelationName(index), shard);
 	if (st == PMH_FULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
@@ -196,11 +196,11 @@ collect_tids(void *arg, const PmhTid *tids, int count, uint64 unverified)
  * crash that would make the heap fetch fail.
  */
 void
-pmh_lookup_entries(Relation index, PmhIndex *ix, Relation heap, uint32 hash,
+pmhash_lookup_entries(Relation index, PmhashLocal *ix, Relation heap, uint32 hash,
 				   ItemPointer *tids, int *ntids, int *maxtids)
 {
 	uint32		shard = pmh_shard_of(hash, ix->table.shard_bits);
-	PmhShardState *state = &ix->slot->shards[shard];
+	PmhashShardState *state = &ix->share->shards[shard];
 	TidCollector c = {*tids, 0, *maxtids, 0, 0, NULL};
 	PmhSegment	seg;
 	uint64		desc;
@@ -217,11 +217,11 @@ pmh_lookup_entries(Relation index, PmhIndex *ix, Relation heap, uint32 hash,
 	if (st == PMH_BUSY)
 	{
 		/* a publication, or writers that kept changing a bucket: lock them out */
-		LWLock	   *lock = pmh_shard_lock(ix->slot, shard);
+		LWLock	   *lock = pmhash_shard_lock(ix->share, shard);
 
 		LWLockAcquire(lock, LW_SHARED);
 		c.ntids = c.nunverified = 0;
-		pmh_shard_segment(ix, shard, &seg);
+		pmhash_shard_segment(ix, shard, &seg);
 		st = pmh_lookup(&seg, hash, collect_tids, &c);
 		LWLockRelease(lock);
 		/* with writers locked out, only a checksum mismatch keeps a bucket busy */
@@ -243,5 +243,5 @@ pmh_lookup_entries(Relation index, PmhIndex *ix, Relation heap, uint32 hash,
 	*ntids = c.ntids;
 	*maxtids = c.maxtids;
 	if (st == PMH_CORRUPT)
-		pmh_raise_shard_damaged(RelationGetRelationName(index), shard);
+		pmhash_raise_shard_damaged(RelationGetRelationName(index), shard);
 }

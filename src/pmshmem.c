@@ -1,19 +1,19 @@
 /*-------------------------------------------------------------------------
  *
  * pmshmem.c
- *	  Shared memory of pmhash: index slots with their directory mirrors,
+ *	  Shared memory of pmhash: index shares with their mirrors,
  *	  writer locks, and the epochs that tell when no reader can still be
  *	  inside a retired segment.
  *
  * Everything here can be rebuilt from the index files, so a crash that
- * resets shared memory loses nothing.  An index is attached to a slot the
- * first time a backend opens it; its directory mirror and counters then
+ * resets shared memory loses nothing.  An index is attached to a share the
+ * first time a backend opens it; its mirror and counters then
  * live in a pool sized by pmhash.max_shards.
  *
  * Readers take no lock.  Every backend that touches an index announces the
- * global epoch it saw in its own cell before reading the directory mirror
+ * global epoch it saw in its own cell before reading the mirror
  * and clears the cell when done.  Whoever retires a segment, or a whole
- * slot, advances the epoch and waits until no announced epoch is older.
+ * share, advances the epoch and waits until no announced epoch is older.
  *
  * Copyright (c) 2026, pmhash developers
  *
@@ -39,8 +39,8 @@
 #define POOL_UNIT		64		/* bytes per unit of the shared pool */
 #define SPARE_EXTENTS	64		/* free-map room beyond one extent per shard */
 
-/* the lock array: two global locks, one allocation lock per slot, stripes */
-#define SLOT_TABLE_LOCK		0
+/* the lock array: two global locks, one allocation lock per share, stripes */
+#define SHARE_TABLE_LOCK		0
 #define FILE_LOCK			1
 #define FIRST_ALLOC_LOCK	2
 
@@ -49,7 +49,7 @@ typedef struct PmhShared
 	pg_atomic_uint64 epoch;		/* starts at 1; 0 in a cell means idle */
 	pg_atomic_uint64 attach_clock;
 	pg_atomic_uint64 forget_counter;
-	int			nslots;
+	int			nshares;
 	int			nprocs;
 	PmhFreeMap	pool_map;		/* free space of the pool, in POOL_UNITs */
 } PmhShared;
@@ -64,7 +64,7 @@ typedef union AnnounceCell
 } AnnounceCell;
 
 static AnnounceCell *announce;
-static PmhSlot *slots;
+static PmhashShare *shares;
 static char *pool;
 static LWLockPadded *locks;
 static int	enter_depth = 0;
@@ -73,7 +73,7 @@ static int	enter_depth = 0;
 static Size
 pool_size(void)
 {
-	return mul_size(pmhash_max_shards, sizeof(PmhShardState) + sizeof(PmhExtent)) +
+	return mul_size(pmhash_max_shards, sizeof(PmhashShardState) + sizeof(PmhExtent)) +
 		mul_size(pmhash_max_indexes, (SPARE_EXTENTS + 2) * sizeof(PmhExtent) + POOL_UNIT);
 }
 
@@ -92,7 +92,7 @@ shmem_size(void)
 
 	size = add_size(size, MAXALIGN(mul_size(pmhash_max_indexes + 1, sizeof(PmhExtent))));
 	size = add_size(size, PG_CACHE_LINE_SIZE + mul_size(proc_count(), sizeof(AnnounceCell)));
-	size = add_size(size, MAXALIGN(mul_size(pmhash_max_indexes, sizeof(PmhSlot))));
+	size = add_size(size, MAXALIGN(mul_size(pmhash_max_indexes, sizeof(PmhashShare))));
 	size = add_size(size, POOL_UNIT);
 	size = add_size(size, pool_size());
 	return size;
@@ -100,7 +100,7 @@ shmem_size(void)
 
 /* Ask for shared memory and locks (from shmem_request_hook). */
 void
-pmh_shmem_request(void)
+pmhash_shmem_request(void)
 {
 	RequestAddinShmemSpace(shmem_size());
 	RequestNamedLWLockTranche("pmhash", FIRST_ALLOC_LOCK + pmhash_max_indexes + pmhash_shard_locks);
@@ -108,7 +108,7 @@ pmh_shmem_request(void)
 
 /* Carve up and, once, initialize shared memory (from shmem_startup_hook). */
 void
-pmh_shmem_startup(void)
+pmhash_shmem_startup(void)
 {
 	bool		found;
 	char	   *p;
@@ -120,8 +120,8 @@ pmh_shmem_startup(void)
 	p += MAXALIGN(mul_size(pmhash_max_indexes + 1, sizeof(PmhExtent)));
 	announce = (AnnounceCell *) TYPEALIGN(PG_CACHE_LINE_SIZE, p);
 	p = (char *) announce + mul_size(proc_count(), sizeof(AnnounceCell));
-	slots = (PmhSlot *) p;
-	p += MAXALIGN(mul_size(pmhash_max_indexes, sizeof(PmhSlot)));
+	shares = (PmhashShare *) p;
+	p += MAXALIGN(mul_size(pmhash_max_indexes, sizeof(PmhashShare)));
 	pool = (char *) TYPEALIGN(POOL_UNIT, p);
 	locks = GetNamedLWLockTranche("pmhash");
 
@@ -130,15 +130,15 @@ pmh_shmem_startup(void)
 		pg_atomic_init_u64(&shared->epoch, 1);
 		pg_atomic_init_u64(&shared->attach_clock, 1);
 		pg_atomic_init_u64(&shared->forget_counter, 0);
-		shared->nslots = pmhash_max_indexes;
+		shared->nshares = pmhash_max_indexes;
 		shared->nprocs = proc_count();
 		for (int i = 0; i < shared->nprocs; i++)
 			pg_atomic_init_u64(&announce[i].epoch, 0);
-		memset(slots, 0, mul_size(pmhash_max_indexes, sizeof(PmhSlot)));
-		for (int i = 0; i < shared->nslots; i++)
+		memset(shares, 0, mul_size(pmhash_max_indexes, sizeof(PmhashShare)));
+		for (int i = 0; i < shared->nshares; i++)
 		{
-			pg_atomic_init_u64(&slots[i].file_units, 0);
-			slots[i].alloc_lock = FIRST_ALLOC_LOCK + i;
+			pg_atomic_init_u64(&shares[i].file_units, 0);
+			shares[i].alloc_lock = FIRST_ALLOC_LOCK + i;
 		}
 		/* unit 0 of the pool is never handed out: 0 means "none" */
 		pmh_freemap_init(&shared->pool_map, pool_extents, pmhash_max_indexes + 1);
@@ -147,32 +147,32 @@ pmh_shmem_startup(void)
 	LWLockRelease(AddinShmemInitLock);
 }
 
-/* Lock that serializes attaching, evicting and releasing slots. */
+/* Lock that serializes attaching, evicting and releasing shares. */
 LWLock *
-pmh_slot_table_lock(void)
+pmhash_share_table_lock(void)
 {
-	return &locks[SLOT_TABLE_LOCK].lock;
+	return &locks[SHARE_TABLE_LOCK].lock;
 }
 
 /* Lock that serializes creating index files with the orphan sweep. */
 LWLock *
-pmh_file_lock(void)
+pmhash_file_lock(void)
 {
 	return &locks[FILE_LOCK].lock;
 }
 
 /* Lock that serializes file-space allocation of one index. */
 LWLock *
-pmh_alloc_lock(PmhSlot *slot)
+pmhash_alloc_lock(PmhashShare *share)
 {
-	return &locks[slot->alloc_lock].lock;
+	return &locks[share->alloc_lock].lock;
 }
 
 /* Writer lock of a shard (striped over pmhash.shard_locks locks). */
 LWLock *
-pmh_shard_lock(PmhSlot *slot, uint32 shard)
+pmhash_shard_lock(PmhashShare *share, uint32 shard)
 {
-	uint32		stripe = ((uint32) (slot - slots) * 2654435761u + shard) %
+	uint32		stripe = ((uint32) (share - shares) * 2654435761u + shard) %
 		(uint32) pmhash_shard_locks;
 
 	return &locks[FIRST_ALLOC_LOCK + pmhash_max_indexes + stripe].lock;
@@ -180,7 +180,7 @@ pmh_shard_lock(PmhSlot *slot, uint32 shard)
 
 /* Announce that this backend may read index memory from now on. */
 void
-pmh_enter(void)
+pmhash_enter(void)
 {
 	if (shared == NULL)
 		pmhash_check_preloaded();
@@ -205,7 +205,7 @@ clear_announcement(void)
 
 /* End of an announced section. */
 void
-pmh_leave(void)
+pmhash_leave(void)
 {
 	Assert(enter_depth > 0);
 	if (--enter_depth > 0)
@@ -215,14 +215,14 @@ pmh_leave(void)
 
 /* Whether this backend is inside a pmhash operation. */
 bool
-pmh_entered(void)
+pmhash_entered(void)
 {
 	return enter_depth > 0;
 }
 
 /* Clear the announcement after an error (transaction or process exit). */
 void
-pmh_leave_all(void)
+pmhash_leave_all(void)
 {
 	if (shared == NULL || MyProc == NULL || enter_depth == 0)
 		return;
@@ -232,17 +232,17 @@ pmh_leave_all(void)
 
 /*
  * Advance the epoch after unpublishing something; what was unpublished may
- * be freed once pmh_readers_done() holds for the returned epoch.
+ * be freed once pmhash_readers_done() holds for the returned epoch.
  */
 uint64
-pmh_retire_epoch(void)
+pmhash_retire_epoch(void)
 {
 	return pg_atomic_add_fetch_u64(&shared->epoch, 1);
 }
 
 /* Whether every backend announced since epoch, or is idle. */
 bool
-pmh_readers_done(uint64 epoch)
+pmhash_readers_done(uint64 epoch)
 {
 	for (int i = 0; i < shared->nprocs; i++)
 	{
@@ -259,33 +259,33 @@ pmh_readers_done(uint64 epoch)
 
 /* Wait until no reader can still see what was retired at epoch. */
 void
-pmh_wait_for_readers(uint64 epoch)
+pmhash_wait_for_readers(uint64 epoch)
 {
-	while (!pmh_readers_done(epoch))
+	while (!pmhash_readers_done(epoch))
 		pg_usleep(100L);
 }
 
-/* Find the slot attached to a file, or NULL (slot table lock held). */
-PmhSlot *
-pmh_slot_find(const PmhFileKey *key)
+/* Find the share attached to a file, or NULL (share table lock held). */
+PmhashShare *
+pmhash_share_find(const PmhashFileKey *key)
 {
-	for (int i = 0; i < shared->nslots; i++)
+	for (int i = 0; i < shared->nshares; i++)
 	{
-		if (slots[i].state == PMH_SLOT_READY &&
-			memcmp(&slots[i].key, key, sizeof(PmhFileKey)) == 0)
+		if (shares[i].state == PMHASH_SHARE_READY &&
+			memcmp(&shares[i].key, key, sizeof(PmhashFileKey)) == 0)
 		{
-			slots[i].last_use = pg_atomic_fetch_add_u64(&shared->attach_clock, 1);
-			return &slots[i];
+			shares[i].last_use = pg_atomic_fetch_add_u64(&shared->attach_clock, 1);
+			return &shares[i];
 		}
 	}
 	return NULL;
 }
 
-/* Whether the main fork of a slot's index is gone (the index was dropped). */
+/* Whether the main fork of a share's index is gone (the index was dropped). */
 static bool
-slot_is_orphan(PmhSlot *slot)
+share_is_orphan(PmhashShare *share)
 {
-	char	   *path = relpathbackend(slot->key.node, slot->key.backend, MAIN_FORKNUM);
+	char	   *path = relpathbackend(share->key.node, share->key.backend, MAIN_FORKNUM);
 	struct stat st;
 	bool		orphan = stat(path, &st) != 0 && errno == ENOENT;
 
@@ -294,162 +294,162 @@ slot_is_orphan(PmhSlot *slot)
 }
 
 /*
- * Detach a slot: make it unfindable, wait for readers that may still use
- * it, and give its pool space back (slot table lock held exclusively).
+ * Detach a share: make it unfindable, wait for readers that may still use
+ * it, and give its pool space back (share table lock held exclusively).
  */
 void
-pmh_slot_release(PmhSlot *slot)
+pmhash_share_release(PmhashShare *share)
 {
 	uint64		epoch;
 
-	slot->state = PMH_SLOT_FREE;
-	slot->slot_gen++;
-	epoch = pmh_retire_epoch();
-	pmh_wait_for_readers(epoch);
-	if (slot->pool_unit != 0)
-		pmh_freemap_release(&shared->pool_map, slot->pool_unit, slot->pool_units);
-	slot->pool_unit = 0;
-	slot->pool_units = 0;
-	slot->nretired = 0;
+	share->state = PMHASH_SHARE_FREE;
+	share->share_gen++;
+	epoch = pmhash_retire_epoch();
+	pmhash_wait_for_readers(epoch);
+	if (share->pool_unit != 0)
+		pmh_freemap_release(&shared->pool_map, share->pool_unit, share->pool_units);
+	share->pool_unit = 0;
+	share->pool_units = 0;
+	share->nretired = 0;
 	pg_atomic_write_u64(&shared->forget_counter,
 						pg_atomic_read_u64(&shared->forget_counter) + 1);
 }
 
-/* An attached slot to evict: one whose index is gone, else the least used. */
-static PmhSlot *
-slot_victim(void)
+/* An attached share to evict: one whose index is gone, else the least used. */
+static PmhashShare *
+share_victim(void)
 {
-	PmhSlot    *lru = NULL;
+	PmhashShare    *lru = NULL;
 
-	for (int i = 0; i < shared->nslots; i++)
+	for (int i = 0; i < shared->nshares; i++)
 	{
-		if (slots[i].state != PMH_SLOT_READY)
+		if (shares[i].state != PMHASH_SHARE_READY)
 			continue;
-		if (slot_is_orphan(&slots[i]))
-			return &slots[i];
-		if (lru == NULL || slots[i].last_use < lru->last_use)
-			lru = &slots[i];
+		if (share_is_orphan(&shares[i]))
+			return &shares[i];
+		if (lru == NULL || shares[i].last_use < lru->last_use)
+			lru = &shares[i];
 	}
 	return lru;
 }
 
-/* A free slot, or NULL. */
-static PmhSlot *
-slot_free(void)
+/* A free share, or NULL. */
+static PmhashShare *
+share_free(void)
 {
-	for (int i = 0; i < shared->nslots; i++)
+	for (int i = 0; i < shared->nshares; i++)
 	{
-		if (slots[i].state == PMH_SLOT_FREE)
-			return &slots[i];
+		if (shares[i].state == PMHASH_SHARE_FREE)
+			return &shares[i];
 	}
 	return NULL;
 }
 
-/* Pool units for a slot of 2^shard_bits shards. */
+/* Pool units for a share of 2^shard_bits shards. */
 static uint64
-slot_pool_units(uint32 shard_bits)
+share_pool_units(uint32 shard_bits)
 {
 	uint64		nshards = UINT64CONST(1) << shard_bits;
-	Size		bytes = nshards * sizeof(PmhShardState) +
+	Size		bytes = nshards * sizeof(PmhashShardState) +
 		(nshards + SPARE_EXTENTS) * sizeof(PmhExtent);
 
 	return (bytes + POOL_UNIT - 1) / POOL_UNIT;
 }
 
 /*
- * Give a file a slot with room for its shards, evicting idle slots if
- * needed (slot table lock held exclusively, and no announcement of ours
+ * Give a file a share with room for its shards, evicting idle shares if
+ * needed (share table lock held exclusively, and no announcement of ours
  * pending: eviction waits for announced readers).  The caller fills it in.
  */
-PmhSlot *
-pmh_slot_assign(const PmhFileKey *key, uint32 shard_bits)
+PmhashShare *
+pmhash_share_assign(const PmhashFileKey *key, uint32 shard_bits)
 {
-	uint64		units = slot_pool_units(shard_bits);
+	uint64		units = share_pool_units(shard_bits);
 	uint64		nshards = UINT64CONST(1) << shard_bits;
-	PmhSlot    *slot;
+	PmhashShare    *share;
 	uint64		unit;
 
 	while ((unit = pmh_freemap_alloc(&shared->pool_map, units)) == 0)
 	{
-		slot = slot_victim();
-		if (slot == NULL)
+		share = share_victim();
+		if (share == NULL)
 			ereport(ERROR,
 					(errcode(ERRCODE_OUT_OF_MEMORY),
 					 errmsg("not enough pmhash shared memory for an index with %llu shards",
 							(unsigned long long) nshards),
 					 errhint("Increase pmhash.max_shards (now %d) and restart the server.",
 							 pmhash_max_shards)));
-		pmh_slot_release(slot);
+		pmhash_share_release(share);
 	}
-	slot = slot_free();
-	if (slot == NULL)
+	share = share_free();
+	if (share == NULL)
 	{
-		slot = slot_victim();
-		pmh_slot_release(slot);
+		share = share_victim();
+		pmhash_share_release(share);
 	}
 
-	slot->key = *key;
-	slot->pool_unit = unit;
-	slot->pool_units = units;
-	slot->shards = (PmhShardState *) (pool + unit * POOL_UNIT);
+	share->key = *key;
+	share->pool_unit = unit;
+	share->pool_units = units;
+	share->shards = (PmhashShardState *) (pool + unit * POOL_UNIT);
 	for (uint64 s = 0; s < nshards; s++)
 	{
-		pmh_mirror_publish(&slot->shards[s].mirror, 0, 0);
-		memset(&slot->shards[s].counts, 0, sizeof(PmhCounts));
-		slot->shards[s].broken = false;
+		pmh_mirror_publish(&share->shards[s].mirror, 0, 0);
+		memset(&share->shards[s].counts, 0, sizeof(PmhCounts));
+		share->shards[s].broken = false;
 	}
-	pmh_freemap_init(&slot->freemap,
-					 (PmhExtent *) (pool + unit * POOL_UNIT + nshards * sizeof(PmhShardState)),
+	pmh_freemap_init(&share->freemap,
+					 (PmhExtent *) (pool + unit * POOL_UNIT + nshards * sizeof(PmhashShardState)),
 					 (uint32) (nshards + SPARE_EXTENTS));
-	slot->shard_bits = shard_bits;
-	slot->nretired = 0;
-	slot->last_use = pg_atomic_fetch_add_u64(&shared->attach_clock, 1);
-	return slot;
+	share->shard_bits = shard_bits;
+	share->nretired = 0;
+	share->last_use = pg_atomic_fetch_add_u64(&shared->attach_clock, 1);
+	return share;
 }
 
 /*
- * Release every attached slot, telling on_broken about slots with a shard
+ * Release every attached share, telling on_broken about shares with a shard
  * that recovery left broken.  Backends re-attach from the files.
  */
 void
-pmh_slots_detach_all(void (*on_broken) (PmhSlot *slot))
+pmhash_shares_detach_all(void (*on_broken) (PmhashShare *share))
 {
-	LWLockAcquire(pmh_slot_table_lock(), LW_EXCLUSIVE);
-	for (int i = 0; i < shared->nslots; i++)
+	LWLockAcquire(pmhash_share_table_lock(), LW_EXCLUSIVE);
+	for (int i = 0; i < shared->nshares; i++)
 	{
-		PmhSlot    *slot = &slots[i];
-		uint64		nshards = UINT64CONST(1) << slot->shard_bits;
+		PmhashShare    *share = &shares[i];
+		uint64		nshards = UINT64CONST(1) << share->shard_bits;
 		bool		broken = false;
 
-		if (slot->state != PMH_SLOT_READY)
+		if (share->state != PMHASH_SHARE_READY)
 			continue;
 		for (uint64 s = 0; s < nshards && !broken; s++)
-			broken = slot->shards[s].broken;
+			broken = share->shards[s].broken;
 		if (broken)
-			on_broken(slot);
-		pmh_slot_release(slot);
+			on_broken(share);
+		pmhash_share_release(share);
 	}
-	LWLockRelease(pmh_slot_table_lock());
+	LWLockRelease(pmhash_share_table_lock());
 }
 
-/* Forget any slot attached to a file (its file is being replaced or removed). */
+/* Forget any share attached to a file (its file is being replaced or removed). */
 void
-pmh_forget_file(const PmhFileKey *key)
+pmhash_forget_file(const PmhashFileKey *key)
 {
-	PmhSlot    *slot;
+	PmhashShare    *share;
 
 	if (shared == NULL)
 		return;
-	LWLockAcquire(pmh_slot_table_lock(), LW_EXCLUSIVE);
-	slot = pmh_slot_find(key);
-	if (slot)
-		pmh_slot_release(slot);
-	LWLockRelease(pmh_slot_table_lock());
+	LWLockAcquire(pmhash_share_table_lock(), LW_EXCLUSIVE);
+	share = pmhash_share_find(key);
+	if (share)
+		pmhash_share_release(share);
+	LWLockRelease(pmhash_share_table_lock());
 }
 
-/* Counter that moves whenever a slot is released. */
+/* Counter that moves whenever a share is released. */
 uint64
-pmh_forget_counter(void)
+pmhash_forget_counter(void)
 {
 	return pg_atomic_read_u64(&shared->forget_counter);
 }

@@ -3,7 +3,7 @@
  * pmspace.c
  *	  File space of an index: growth, allocation, retirement and reclaim.
  *
- * The free map and the list of retired segments of a file live in its slot,
+ * The free map and the list of retired segments of a file live in its share,
  * under the allocation lock.  A file grows with posix_fallocate, so that a
  * full file system is an ERROR rather than a later SIGBUS; a retired
  * segment returns to the free map once no announced reader can still be
@@ -33,24 +33,24 @@
 
 /* Free retired segments that no reader can see any more (allocation lock held). */
 static void
-reclaim_retired(PmhSlot *slot)
+reclaim_retired(PmhashShare *share)
 {
 	int			keep = 0;
 
-	for (int i = 0; i < slot->nretired; i++)
+	for (int i = 0; i < share->nretired; i++)
 	{
-		PmhRetired *r = &slot->retired[i];
+		PmhashRetired *r = &share->retired[i];
 
-		if (pmh_readers_done(r->epoch))
+		if (pmhash_readers_done(r->epoch))
 		{
-			if (pmh_freemap_release(&slot->freemap, r->unit, r->units) != 0)
+			if (pmh_freemap_release(&share->freemap, r->unit, r->units) != 0)
 				elog(WARNING, "pmhash file \"%s\": segment at unit " UINT64_FORMAT " freed twice",
-					 slot->path, r->unit);
+					 share->path, r->unit);
 		}
 		else
-			slot->retired[keep++] = *r;
+			share->retired[keep++] = *r;
 	}
-	slot->nretired = keep;
+	share->nretired = keep;
 }
 
 /*
@@ -58,28 +58,28 @@ reclaim_retired(PmhSlot *slot)
  * map (allocation lock held).
  */
 static void
-grow_file(PmhSlot *slot, uint64 units, const char *index_name)
+grow_file(PmhashShare *share, uint64 units, const char *index_name)
 {
 	struct stat st;
-	uint64		cur = pg_atomic_read_u64(&slot->file_units);
+	uint64		cur = pg_atomic_read_u64(&share->file_units);
 	uint64		want = Max(cur + units, cur + cur / 8);
 	uint64		step = want >= 8 * LARGE_GROWTH_UNITS ? LARGE_GROWTH_UNITS : SMALL_GROWTH_UNITS;
 	int			fd;
 	int			rc;
 
 	want = (want + step - 1) / step * step;
-	fd = OpenTransientFile(slot->path, O_RDWR | PG_BINARY);
+	fd = OpenTransientFile(share->path, O_RDWR | PG_BINARY);
 	if (fd < 0)
 		ereport(ERROR,
 				(errcode_for_file_access(),
-				 errmsg("could not open pmhash file \"%s\": %m", slot->path)));
+				 errmsg("could not open pmhash file \"%s\": %m", share->path)));
 	/* extending a truncated file would hide its loss behind zeros */
 	if (fstat(fd, &st) != 0 || (uint64) st.st_size < cur * PMH_UNIT_SIZE)
 	{
 		CloseTransientFile(fd);
-		pmh_raise_damaged(index_name,
+		pmhash_raise_damaged(index_name,
 						  psprintf("File \"%s\" is shorter than the index's segments: it was truncated.",
-								   slot->path));
+								   share->path));
 	}
 	rc = posix_fallocate(fd, 0, (off_t) (want * PMH_UNIT_SIZE));
 	if (rc == EOPNOTSUPP || rc == EINVAL)
@@ -91,32 +91,32 @@ grow_file(PmhSlot *slot, uint64 units, const char *index_name)
 		ereport(ERROR,
 				(errcode_for_file_access(),
 				 errmsg("could not extend pmhash file \"%s\" to %llu bytes: %m",
-						slot->path, (unsigned long long) (want * PMH_UNIT_SIZE)),
+						share->path, (unsigned long long) (want * PMH_UNIT_SIZE)),
 				 errhint("Free some space on the file system of pmhash.directory.")));
 	}
-	pg_atomic_write_u64(&slot->file_units, want);
-	pmh_freemap_release(&slot->freemap, cur, want - cur);
+	pg_atomic_write_u64(&share->file_units, want);
+	pmh_freemap_release(&share->freemap, cur, want - cur);
 }
 
 /* Table callback: file space for a new segment. */
 uint64
-pmh_space_alloc(void *arg, uint64 units)
+pmhash_space_alloc(void *arg, uint64 units)
 {
-	PmhIndex   *ix = arg;
-	PmhSlot    *slot = ix->slot;
+	PmhashLocal   *ix = arg;
+	PmhashShare    *share = ix->share;
 	uint64		unit;
 
-	LWLockAcquire(pmh_alloc_lock(slot), LW_EXCLUSIVE);
-	reclaim_retired(slot);
-	unit = pmh_freemap_alloc(&slot->freemap, units);
+	LWLockAcquire(pmhash_alloc_lock(share), LW_EXCLUSIVE);
+	reclaim_retired(share);
+	unit = pmh_freemap_alloc(&share->freemap, units);
 	if (unit == 0)
 	{
-		grow_file(slot, units, NameStr(ix->name));
-		unit = pmh_freemap_alloc(&slot->freemap, units);
+		grow_file(share, units, NameStr(ix->name));
+		unit = pmh_freemap_alloc(&share->freemap, units);
 	}
-	LWLockRelease(pmh_alloc_lock(slot));
+	LWLockRelease(pmhash_alloc_lock(share));
 	if (unit != 0)
-		pmh_ensure_mapped(ix, unit + units);
+		pmhash_ensure_mapped(ix, unit + units);
 	return unit;
 }
 
@@ -125,25 +125,25 @@ pmh_space_alloc(void *arg, uint64 units)
  * reader that might have seen it is done; this never waits.
  */
 void
-pmh_space_free(void *arg, uint64 unit, uint64 units)
+pmhash_space_free(void *arg, uint64 unit, uint64 units)
 {
-	PmhSlot    *slot = ((PmhIndex *) arg)->slot;
-	uint64		epoch = pmh_retire_epoch();
+	PmhashShare    *share = ((PmhashLocal *) arg)->share;
+	uint64		epoch = pmhash_retire_epoch();
 
-	LWLockAcquire(pmh_alloc_lock(slot), LW_EXCLUSIVE);
-	reclaim_retired(slot);
-	if (slot->nretired == PMHASH_MAX_RETIRED)
+	LWLockAcquire(pmhash_alloc_lock(share), LW_EXCLUSIVE);
+	reclaim_retired(share);
+	if (share->nretired == PMHASH_MAX_RETIRED)
 	{
 		/* a reader is stuck: leave the oldest segment to the next attach */
-		memmove(&slot->retired[0], &slot->retired[1],
-				(PMHASH_MAX_RETIRED - 1) * sizeof(PmhRetired));
-		slot->nretired--;
+		memmove(&share->retired[0], &share->retired[1],
+				(PMHASH_MAX_RETIRED - 1) * sizeof(PmhashRetired));
+		share->nretired--;
 	}
-	slot->retired[slot->nretired].unit = unit;
-	slot->retired[slot->nretired].units = units;
-	slot->retired[slot->nretired].epoch = epoch;
-	slot->nretired++;
-	LWLockRelease(pmh_alloc_lock(slot));
+	share->retired[share->nretired].unit = unit;
+	share->retired[share->nretired].units = units;
+	share->retired[share->nretired].epoch = epoch;
+	share->nretired++;
+	LWLockRelease(pmhash_alloc_lock(share));
 }
 
 /*
@@ -151,32 +151,32 @@ pmh_space_free(void *arg, uint64 unit, uint64 units)
  * of it unused.  Nobody else maps the file during a build.
  */
 static void
-trim_file(PmhIndex *ix)
+trim_file(PmhashLocal *ix)
 {
-	PmhSlot    *slot = ix->slot;
-	PmhFreeMap *map = &slot->freemap;
+	PmhashShare    *share = ix->share;
+	PmhFreeMap *map = &share->freemap;
 	uint64		file_units;
 	PmhExtent  *last;
 	uint64		keep;
 	int			fd;
 
-	LWLockAcquire(pmh_alloc_lock(slot), LW_EXCLUSIVE);
-	reclaim_retired(slot);
-	file_units = pg_atomic_read_u64(&slot->file_units);
+	LWLockAcquire(pmhash_alloc_lock(share), LW_EXCLUSIVE);
+	reclaim_retired(share);
+	file_units = pg_atomic_read_u64(&share->file_units);
 	last = map->count > 0 ? &map->extents[map->count - 1] : NULL;
 	if (last == NULL || last->unit + last->count != file_units ||
 		last->count < 2 * SMALL_GROWTH_UNITS)
 	{
-		LWLockRelease(pmh_alloc_lock(slot));
+		LWLockRelease(pmhash_alloc_lock(share));
 		return;
 	}
 	keep = (last->unit + SMALL_GROWTH_UNITS - 1) / SMALL_GROWTH_UNITS * SMALL_GROWTH_UNITS;
-	fd = OpenTransientFile(slot->path, O_RDWR | PG_BINARY);
+	fd = OpenTransientFile(share->path, O_RDWR | PG_BINARY);
 	if (fd < 0 || ftruncate(fd, (off_t) (keep * PMH_UNIT_SIZE)) != 0)
 	{
 		if (fd >= 0)
 			CloseTransientFile(fd);
-		LWLockRelease(pmh_alloc_lock(slot));
+		LWLockRelease(pmhash_alloc_lock(share));
 		return;					/* keeping the space is harmless */
 	}
 	CloseTransientFile(fd);
@@ -184,19 +184,19 @@ trim_file(PmhIndex *ix)
 		last->count = keep - last->unit;
 	else
 		map->count--;
-	pg_atomic_write_u64(&slot->file_units, keep);
-	LWLockRelease(pmh_alloc_lock(slot));
+	pg_atomic_write_u64(&share->file_units, keep);
+	LWLockRelease(pmhash_alloc_lock(share));
 	/* the mapping must not reach past the end of the file */
-	pmh_map_file(ix, slot->path);
+	pmhash_map_file(ix, share->path);
 }
 
 /* Make a deferred (bulk-built) file durable as a whole. */
 void
-pmh_finish_deferred(PmhIndex *ix)
+pmhash_finish_deferred(PmhashLocal *ix)
 {
 	trim_file(ix);
 	ix->deferred = false;
 	if (ix->durable)
-		pmh_persist_range(ix->base, ix->mapped_len, ix->is_pmem, ix->slot->path);
-	ix->persist = pmh_normal_persist(ix);
+		pmhash_persist_range(ix->base, ix->mapped_len, ix->is_pmem, ix->share->path);
+	ix->persist = pmhash_normal_persist(ix);
 }

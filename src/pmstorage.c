@@ -32,17 +32,17 @@
 
 #include "pmhash.h"
 
-#define INITIAL_SPARE_UNITS		64		/* room after the directory at creation */
+#define INITIAL_SPARE_UNITS		64		/* room after the descriptors at creation */
 
 /*
- * Create a fresh, empty index file with its header and an empty directory,
+ * Create a fresh, empty index file with its header and empty descriptors,
  * replacing any file of the same name.  The header names its creator (the
  * current transaction if transactional, else the one given for replay), so
  * that the file cleaner removes it if a crash prevents both the commit and
- * the undo of the abort, which the caller arranges (pmh_remember_created).
+ * the undo of the abort, which the caller arranges (pmhash_remember_created).
  */
 void
-pmh_create_file(const PmhFileKey *key, const char *path, uint32 shard_bits, uint64 generation,
+pmhash_create_file(const PmhashFileKey *key, const char *path, uint32 shard_bits, uint64 generation,
 				uint32 state, bool durable, bool transactional, FullTransactionId creator)
 {
 	PmhFileHeader hdr;
@@ -54,8 +54,8 @@ pmh_create_file(const PmhFileKey *key, const char *path, uint32 shard_bits, uint
 	/* as PostgreSQL checks its own pages when the cluster has checksums */
 	if (DataChecksumsEnabled())
 		flags |= PMH_FILE_CHECKSUMS;
-	pmh_directory_ensure();
-	LWLockAcquire(pmh_file_lock(), LW_EXCLUSIVE);
+	pmhash_directory_ensure();
+	LWLockAcquire(pmhash_file_lock(), LW_EXCLUSIVE);
 	if (unlink(path) != 0 && errno != ENOENT)
 		ereport(ERROR,
 				(errcode_for_file_access(),
@@ -69,7 +69,7 @@ pmh_create_file(const PmhFileKey *key, const char *path, uint32 shard_bits, uint
 	hdr.creator_xid = U64FromFullTransactionId(creator);
 	len = (hdr.data_unit + INITIAL_SPARE_UNITS) * PMH_UNIT_SIZE;
 	base = pmem_map_file(path, len, PMEM_FILE_CREATE | PMEM_FILE_EXCL, 0600, &len, &is_pmem);
-	LWLockRelease(pmh_file_lock());
+	LWLockRelease(pmhash_file_lock());
 	if (base == NULL)
 		ereport(ERROR,
 				(errcode_for_file_access(),
@@ -78,7 +78,7 @@ pmh_create_file(const PmhFileKey *key, const char *path, uint32 shard_bits, uint
 						 pmhash_directory)));
 	memcpy(base, &hdr, sizeof(hdr));
 	if (durable)
-		pmh_persist_range(base, len, is_pmem, path);
+		pmhash_persist_range(base, len, is_pmem, path);
 	pmem_unmap(base, len);
 	if (durable)
 		fsync_fname(pmhash_directory, true);
@@ -89,17 +89,17 @@ pmh_create_file(const PmhFileKey *key, const char *path, uint32 shard_bits, uint
  * the transaction that created it, if the creation was transactional.
  */
 void
-pmh_create_for_redo(const RelFileNode *node, uint64 generation, uint32 shard_bits,
+pmhash_create_for_redo(const RelFileNode *node, uint64 generation, uint32 shard_bits,
 					FullTransactionId creator)
 {
-	PmhFileKey	key;
+	PmhashFileKey	key;
 	char		path[MAXPGPATH];
 
-	pmh_permanent_key(node, &key);
-	pmh_file_path(&key, path);
-	pmh_forget_file(&key);
-	pmh_drop_local(&key);
-	pmh_create_file(&key, path, shard_bits, generation, 0, true, false, creator);
+	pmhash_permanent_key(node, &key);
+	pmhash_file_path(&key, path);
+	pmhash_forget_file(&key);
+	pmhash_drop_local(&key);
+	pmhash_create_file(&key, path, shard_bits, generation, 0, true, false, creator);
 }
 
 /*
@@ -108,10 +108,10 @@ pmh_create_for_redo(const RelFileNode *node, uint64 generation, uint32 shard_bit
  * identity in its header.  False if the source cannot be read.
  */
 bool
-pmh_copy_file(const RelFileNode *from, const RelFileNode *to)
+pmhash_copy_file(const RelFileNode *from, const RelFileNode *to)
 {
-	PmhFileKey	src_key;
-	PmhFileKey	dst_key;
+	PmhashFileKey	src_key;
+	PmhashFileKey	dst_key;
 	char		src[MAXPGPATH];
 	char		dst[MAXPGPATH];
 	size_t		src_len;
@@ -122,21 +122,21 @@ pmh_copy_file(const RelFileNode *from, const RelFileNode *to)
 	char	   *dst_base;
 	PmhFileHeader *hdr;
 
-	pmh_permanent_key(from, &src_key);
-	pmh_permanent_key(to, &dst_key);
-	pmh_file_path(&src_key, src);
-	pmh_file_path(&dst_key, dst);
+	pmhash_permanent_key(from, &src_key);
+	pmhash_permanent_key(to, &dst_key);
+	pmhash_file_path(&src_key, src);
+	pmhash_file_path(&dst_key, dst);
 	src_base = pmem_map_file(src, 0, 0, 0, &src_len, &src_pmem);
 	if (src_base == NULL)
 		return false;
-	pmh_forget_file(&dst_key);
-	pmh_drop_local(&dst_key);
-	pmh_directory_ensure();
-	LWLockAcquire(pmh_file_lock(), LW_EXCLUSIVE);
+	pmhash_forget_file(&dst_key);
+	pmhash_drop_local(&dst_key);
+	pmhash_directory_ensure();
+	LWLockAcquire(pmhash_file_lock(), LW_EXCLUSIVE);
 	(void) unlink(dst);
 	dst_base = pmem_map_file(dst, src_len, PMEM_FILE_CREATE | PMEM_FILE_EXCL, 0600,
 							 &dst_len, &dst_pmem);
-	LWLockRelease(pmh_file_lock());
+	LWLockRelease(pmhash_file_lock());
 	if (dst_base == NULL)
 	{
 		int			save_errno = errno;
@@ -153,7 +153,7 @@ pmh_copy_file(const RelFileNode *from, const RelFileNode *to)
 	hdr->db_oid = to->dbNode;
 	hdr->rel_node = to->relNode;
 	hdr->checksum = pmh_header_checksum(hdr);
-	pmh_persist_range(dst_base, dst_len, dst_pmem, dst);
+	pmhash_persist_range(dst_base, dst_len, dst_pmem, dst);
 	pmem_unmap(dst_base, dst_len);
 	pmem_unmap(src_base, src_len);
 	fsync_fname(pmhash_directory, true);
@@ -165,9 +165,9 @@ pmh_copy_file(const RelFileNode *from, const RelFileNode *to)
  * missing after recovery, with the build generation of its metapage.
  */
 void
-pmh_create_placeholder(const RelFileNode *node)
+pmhash_create_placeholder(const RelFileNode *node)
 {
-	PmhFileKey	key;
+	PmhashFileKey	key;
 	char		path[MAXPGPATH];
 	SMgrRelation smgr = smgropen(*node, InvalidBackendId);
 	Buffer		buf;
@@ -182,15 +182,15 @@ pmh_create_placeholder(const RelFileNode *node)
 	UnlockReleaseBuffer(buf);
 	if (meta.magic != PMHASH_META_MAGIC || meta.shard_bits > PMH_MAX_SHARD_BITS)
 		return;
-	pmh_permanent_key(node, &key);
-	pmh_file_path(&key, path);
-	pmh_create_file(&key, path, meta.shard_bits, meta.build_generation,
+	pmhash_permanent_key(node, &key);
+	pmhash_file_path(&key, path);
+	pmhash_create_file(&key, path, meta.shard_bits, meta.build_generation,
 				PMH_STATE_NEEDS_REBUILD, true, false, InvalidFullTransactionId);
 }
 
 /* Read a file's header; false if it cannot be read or is not sound. */
 bool
-pmh_read_file_header(const char *path, PmhFileHeader *hdr)
+pmhash_read_file_header(const char *path, PmhFileHeader *hdr)
 {
 	int			fd = OpenTransientFile(path, O_RDONLY | PG_BINARY);
 	bool		ok;
@@ -198,7 +198,7 @@ pmh_read_file_header(const char *path, PmhFileHeader *hdr)
 	if (fd < 0)
 		return false;
 	ok = read(fd, hdr, sizeof(*hdr)) == sizeof(*hdr) &&
-		pmh_header_check(hdr, PMH_HEADER_UNITS + pmh_directory_units(hdr->shard_bits)) == NULL;
+		pmh_header_check(hdr, PMH_HEADER_UNITS + pmh_descriptor_units(hdr->shard_bits)) == NULL;
 	CloseTransientFile(fd);
 	return ok;
 }
@@ -226,27 +226,27 @@ update_file_header(const char *path, uint64 set_bits, bool settle_creator)
 		hdr->state |= set_bits;
 	if (settle_creator)
 		hdr->creator_xid = 0;
-	pmh_persist_range(base, sizeof(PmhFileHeader), is_pmem, path);
+	pmhash_persist_range(base, sizeof(PmhFileHeader), is_pmem, path);
 	pmem_unmap(base, len);
 }
 
 /* Set state bits in a file's header, durably. */
 void
-pmh_set_file_state(const char *path, uint64 set_bits)
+pmhash_set_file_state(const char *path, uint64 set_bits)
 {
 	update_file_header(path, set_bits, false);
 }
 
 /* Record durably that a file's creating transaction committed. */
 void
-pmh_settle_file_creator(const char *path)
+pmhash_settle_file_creator(const char *path)
 {
 	update_file_header(path, 0, true);
 }
 
 /* Remove a file, ignoring one that is already gone. */
 void
-pmh_unlink_file(const char *path)
+pmhash_unlink_file(const char *path)
 {
 	if (unlink(path) != 0 && errno != ENOENT)
 		ereport(WARNING,

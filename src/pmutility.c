@@ -107,19 +107,19 @@ pmhash_indexes(void)
 static void
 carry_file(const RelFileNode *from, const RelFileNode *to, Oid relid, bool logged)
 {
-	PmhFileKey	key;
+	PmhashFileKey	key;
 	char		path[MAXPGPATH];
 
-	if (!pmh_copy_file(from, to))
+	if (!pmhash_copy_file(from, to))
 		return;					/* no source file: opening the index reports it */
 	memset(&key, 0, sizeof(key));
 	key.node = *to;
 	key.node.spcNode = InvalidOid;
 	key.backend = InvalidBackendId;
-	pmh_file_path(&key, path);
-	pmh_remember_created(&key, relid, path);
+	pmhash_file_path(&key, path);
+	pmhash_remember_created(&key, relid, path);
 	if (logged)
-		pmh_log_copy(from, to);
+		pmhash_log_copy(from, to);
 }
 
 /* After a move: copy the files of indexes that got a new relfilenode. */
@@ -189,7 +189,7 @@ carry_template_files(CreatedbStmt *stmt)
 		RelFileNode from;
 		RelFileNode to;
 
-		if (!pmh_parse_file_name(de->d_name, &db, &rel, &backend) ||
+		if (!pmhash_parse_file_name(de->d_name, &db, &rel, &backend) ||
 			backend != InvalidBackendId || db != template_oid)
 			continue;
 		from.spcNode = InvalidOid;
@@ -228,7 +228,7 @@ pmhash_ProcessUtility(PlannedStmt *pstmt, const char *queryString, bool readOnly
 
 /* Install the hook (from _PG_init, preloading only). */
 void
-pmh_utility_init(void)
+pmhash_utility_init(void)
 {
 	prev_ProcessUtility = ProcessUtility_hook;
 	ProcessUtility_hook = pmhash_ProcessUtility;

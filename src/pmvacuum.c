@@ -103,22 +103,22 @@ note_removed(void *arg, uint32 hash, PmhTid tid)
 
 /* Live entries of an index according to its shard counters. */
 static double
-count_entries(PmhIndex *ix)
+count_entries(PmhashLocal *ix)
 {
 	uint32		nshards = UINT32_C(1) << ix->table.shard_bits;
 	double		total = 0;
 
 	for (uint32 s = 0; s < nshards; s++)
-		total += (double) ix->slot->shards[s].counts.entries;
+		total += (double) ix->share->shards[s].counts.entries;
 	return total;
 }
 
 /* Remove dead entries from one shard, log them, and shrink it if sparse. */
 static uint64
-vacuum_shard(PmhIndex *ix, uint32 shard, VacuumState *vs)
+vacuum_shard(PmhashLocal *ix, uint32 shard, VacuumState *vs)
 {
-	PmhShardState *state = &ix->slot->shards[shard];
-	LWLock	   *lock = pmh_shard_lock(ix->slot, shard);
+	PmhashShardState *state = &ix->share->shards[shard];
+	LWLock	   *lock = pmhash_shard_lock(ix->share, shard);
 	PmhDeleteOps ops = {vs->callback ? tid_is_dead : NULL, tid_is_phantom,
 	ix->logged ? note_removed : NULL, vs};
 	uint64		removed = 0;
@@ -126,14 +126,14 @@ vacuum_shard(PmhIndex *ix, uint32 shard, VacuumState *vs)
 	PmhStatus	st = PMH_OK;
 
 	LWLockAcquire(lock, LW_EXCLUSIVE);
-	pmh_shard_segment(ix, shard, &seg);
+	pmhash_shard_segment(ix, shard, &seg);
 	if (seg.unit != 0)
 	{
 		vs->nremoved = 0;
 		st = pmh_bulk_delete(&seg, &ops, ix->logged ? GetXLogInsertRecPtr() : 0,
 							 &ix->persist, &state->counts, &removed);
 		if (vs->nremoved > 0)
-			pmh_log_delete(&ix->node, shard, vs->removed, vs->nremoved);
+			pmhash_log_delete(&ix->node, shard, vs->removed, vs->nremoved);
 		if (st == PMH_OK &&
 			(state->counts.entries == 0 || pmh_needs_shrink(&state->counts, &seg)))
 		{
@@ -146,7 +146,7 @@ vacuum_shard(PmhIndex *ix, uint32 shard, VacuumState *vs)
 	LWLockRelease(lock);
 	/* what was removed elsewhere in the shard is logged; the damage stays */
 	if (st == PMH_CORRUPT)
-		pmh_raise_shard_damaged(RelationGetRelationName(vs->index), shard);
+		pmhash_raise_shard_damaged(RelationGetRelationName(vs->index), shard);
 	return removed;
 }
 
@@ -156,7 +156,7 @@ vacuum_shards(Relation index, IndexBulkDeleteCallback callback, void *callback_s
 			  double *remaining)
 {
 	VacuumState vs;
-	PmhIndex   *ix;
+	PmhashLocal   *ix;
 	uint32		nshards;
 	double		removed = 0;
 
@@ -164,22 +164,22 @@ vacuum_shards(Relation index, IndexBulkDeleteCallback callback, void *callback_s
 	vs.callback = callback;
 	vs.callback_state = callback_state;
 	vs.index = index;
-	ix = pmh_open(index);
+	ix = pmhash_open(index);
 	nshards = UINT32_C(1) << ix->table.shard_bits;
-	pmh_leave();
+	pmhash_leave();
 	for (uint32 s = 0; s < nshards; s++)
 	{
-		ix = pmh_open(index);
-		if (callback != NULL || ix->slot->shards[s].counts.unverified > 0)
+		ix = pmhash_open(index);
+		if (callback != NULL || ix->share->shards[s].counts.unverified > 0)
 			removed += (double) vacuum_shard(ix, s, &vs);
-		pmh_leave();
+		pmhash_leave();
 		vacuum_delay_point();
 	}
-	ix = pmh_open(index);
+	ix = pmhash_open(index);
 	if (ix->ndirty > 0)
-		pmh_sync_dirty(ix);
+		pmhash_sync_dirty(ix);
 	*remaining = count_entries(ix);
-	pmh_leave();
+	pmhash_leave();
 	if (vs.heap)
 		table_close(vs.heap, AccessShareLock);
 	if (vs.removed)

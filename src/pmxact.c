@@ -40,7 +40,7 @@
 
 typedef struct TrackedFile
 {
-	PmhFileKey	key;
+	PmhashFileKey	key;
 	Oid			relid;			/* the index, for temporary files */
 	SubTransactionId subid;		/* creating subtransaction, while uncommitted */
 	char		path[MAXPGPATH];
@@ -56,20 +56,20 @@ static bool any_pending = false;
 
 /* WAL-log the inserted entries of one index that are not logged yet. */
 static void
-flush_pending(PmhIndex *ix)
+flush_pending(PmhashLocal *ix)
 {
 	if (ix->npending == 0)
 		return;
-	pmh_log_inserts(&ix->node, ix->pending, ix->npending, ix->pending_since);
+	pmhash_log_inserts(&ix->node, ix->pending, ix->npending, ix->pending_since);
 	ix->npending = 0;
 }
 
 /* Apply fn to every index that may hold unlogged entries, if any does. */
 static void
-visit_pending(void (*fn) (PmhIndex *ix))
+visit_pending(void (*fn) (PmhashLocal *ix))
 {
 	if (any_pending)
-		pmh_foreach_local(fn);
+		pmhash_foreach_local(fn);
 	any_pending = false;
 }
 
@@ -82,7 +82,7 @@ flush_pending_all(void)
 
 /* Forget one index's unlogged entries (their transaction aborted). */
 static void
-discard_pending(PmhIndex *ix)
+discard_pending(PmhashLocal *ix)
 {
 	ix->npending = 0;
 }
@@ -101,32 +101,32 @@ discard_pending_all(void)
  * delay loses nothing; the record is written before the commit record.
  */
 void
-pmh_queue_insert(PmhIndex *ix, uint32 hash, PmhTid tid, XLogRecPtr lsn)
+pmhash_queue_insert(PmhashLocal *ix, uint32 hash, PmhTid tid, XLogRecPtr lsn)
 {
 	if (ix->pending == NULL)
-		ix->pending = MemoryContextAlloc(TopMemoryContext, PMH_INSERT_BATCH * sizeof(PmhEntry));
+		ix->pending = MemoryContextAlloc(TopMemoryContext, PMHASH_INSERT_BATCH * sizeof(PmhEntry));
 	if (ix->npending == 0)
 		ix->pending_since = lsn;
 	ix->pending[ix->npending].hash = hash;
 	ix->pending[ix->npending].tid = tid;
 	ix->pending[ix->npending].flags = 0;
 	any_pending = true;
-	if (++ix->npending == PMH_INSERT_BATCH)
+	if (++ix->npending == PMHASH_INSERT_BATCH)
 		flush_pending(ix);
 }
 
 /* Remove an index file and everything that refers to it. */
 static void
-forget_and_unlink(const PmhFileKey *key, const char *path)
+forget_and_unlink(const PmhashFileKey *key, const char *path)
 {
-	pmh_forget_file(key);
-	pmh_drop_local(key);
-	pmh_unlink_file(path);
+	pmhash_forget_file(key);
+	pmhash_drop_local(key);
+	pmhash_unlink_file(path);
 }
 
 /* Stop tracking a temporary file. */
 static void
-untrack_temp(const PmhFileKey *key)
+untrack_temp(const PmhashFileKey *key)
 {
 	ListCell   *lc;
 
@@ -134,7 +134,7 @@ untrack_temp(const PmhFileKey *key)
 	{
 		TrackedFile *tf = lfirst(lc);
 
-		if (memcmp(&tf->key, key, sizeof(PmhFileKey)) == 0)
+		if (memcmp(&tf->key, key, sizeof(PmhashFileKey)) == 0)
 		{
 			temp_files = foreach_delete_current(temp_files, lc);
 			pfree(tf);
@@ -153,14 +153,14 @@ remove_temp_files(int code pg_attribute_unused(), Datum arg pg_attribute_unused(
 	{
 		TrackedFile *tf = lfirst(lc);
 
-		pmh_unlink_file(tf->path);
+		pmhash_unlink_file(tf->path);
 	}
 	temp_files = NIL;
 }
 
 /* Append a record of a file, made in the current subtransaction, to a list. */
 static List *
-track(List *list, MemoryContext cxt, const PmhFileKey *key, Oid relid, const char *path)
+track(List *list, MemoryContext cxt, const PmhashFileKey *key, Oid relid, const char *path)
 {
 	TrackedFile *tf = MemoryContextAlloc(cxt, sizeof(TrackedFile));
 	MemoryContext old = MemoryContextSwitchTo(cxt);
@@ -176,7 +176,7 @@ track(List *list, MemoryContext cxt, const PmhFileKey *key, Oid relid, const cha
 
 /* Track a file just created, so that an abort removes it. */
 void
-pmh_remember_created(const PmhFileKey *key, Oid relid, const char *path)
+pmhash_remember_created(const PmhashFileKey *key, Oid relid, const char *path)
 {
 	created_files = track(created_files, TopMemoryContext, key, relid, path);
 	if (key->backend != InvalidBackendId)
@@ -192,7 +192,7 @@ pmh_remember_created(const PmhFileKey *key, Oid relid, const char *path)
 
 /* Queue a file for removal after commit. */
 static void
-unlink_after_commit(const PmhFileKey *key, const char *path)
+unlink_after_commit(const PmhashFileKey *key, const char *path)
 {
 	commit_unlinks = track(commit_unlinks, TopTransactionContext, key, InvalidOid, path);
 }
@@ -210,7 +210,7 @@ collect_commit_unlinks(void)
 
 	for (int i = 0; i < nnodes; i++)
 	{
-		PmhFileKey	key;
+		PmhashFileKey	key;
 		char		path[MAXPGPATH];
 		struct stat st;
 
@@ -218,7 +218,7 @@ collect_commit_unlinks(void)
 		key.node = nodes[i];
 		key.node.spcNode = InvalidOid;
 		key.backend = InvalidBackendId;
-		pmh_file_path(&key, path);
+		pmhash_file_path(&key, path);
 		if (stat(path, &st) == 0)
 			unlink_after_commit(&key, path);
 	}
@@ -280,12 +280,12 @@ xact_callback(XactEvent event, void *arg pg_attribute_unused())
 	{
 		case XACT_EVENT_PRE_COMMIT:
 			flush_pending_all();
-			pmh_sync_all_dirty();
+			pmhash_sync_all_dirty();
 			collect_commit_unlinks();
 			break;
 		case XACT_EVENT_PRE_PREPARE:
 			flush_pending_all();
-			pmh_sync_all_dirty();
+			pmhash_sync_all_dirty();
 			break;
 		case XACT_EVENT_COMMIT:
 			foreach(lc, commit_unlinks)
@@ -299,7 +299,7 @@ xact_callback(XactEvent event, void *arg pg_attribute_unused())
 			commit_unlinks = NIL;
 			clear_created();
 			if (sweep_at_commit)
-				pmh_sweep_orphans(DEBUG1);
+				pmhash_sweep_orphans(DEBUG1);
 			sweep_at_commit = false;
 			break;
 		case XACT_EVENT_PREPARE:
@@ -309,7 +309,7 @@ xact_callback(XactEvent event, void *arg pg_attribute_unused())
 			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
-			pmh_leave_all();
+			pmhash_leave_all();
 			discard_pending_all();
 			remove_created(InvalidSubTransactionId);
 			commit_unlinks = NIL;
@@ -330,7 +330,7 @@ subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 	switch (event)
 	{
 		case SUBXACT_EVENT_ABORT_SUB:
-			pmh_leave_all();
+			pmhash_leave_all();
 			remove_created(mySubid);
 			/* drops of the aborted subtransaction do not happen */
 			foreach(lc, commit_unlinks)
@@ -391,7 +391,7 @@ object_access(ObjectAccessType access, Oid classId, Oid objectId, int subId, voi
 
 /* Register the callbacks (from _PG_init, inherited by every backend). */
 void
-pmh_xact_init(void)
+pmhash_xact_init(void)
 {
 	RegisterXactCallback(xact_callback, NULL);
 	RegisterSubXactCallback(subxact_callback, NULL);

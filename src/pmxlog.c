@@ -23,7 +23,7 @@
 
 /* Log the creation of an empty index file. */
 XLogRecPtr
-pmh_log_create(const RelFileNode *node, uint64 generation, uint32 shard_bits, bool transactional)
+pmhash_log_create(const RelFileNode *node, uint64 generation, uint32 shard_bits, bool transactional)
 {
 	xl_pmhash_create xlrec;
 
@@ -38,7 +38,7 @@ pmh_log_create(const RelFileNode *node, uint64 generation, uint32 shard_bits, bo
 
 /* Log a batch of inserted entries, stamped in the file no earlier than since. */
 XLogRecPtr
-pmh_log_inserts(const RelFileNode *node, const PmhEntry *entries, uint32 count,
+pmhash_log_inserts(const RelFileNode *node, const PmhEntry *entries, uint32 count,
 				XLogRecPtr since)
 {
 	xl_pmhash_insert xlrec;
@@ -64,7 +64,7 @@ pmh_log_inserts(const RelFileNode *node, const PmhEntry *entries, uint32 count,
 
 /* qsort comparator: entries by TID. */
 int
-pmh_entry_tid_cmp(const void *a, const void *b)
+pmhash_entry_tid_cmp(const void *a, const void *b)
 {
 	return pmh_tid_cmp(((const PmhEntry *) a)->tid, ((const PmhEntry *) b)->tid);
 }
@@ -95,7 +95,7 @@ log_entries(const RelFileNode *node, bool rebuild, uint32 shard, double fill,
 
 /* Log the whole content of a rebuilt shard, sorted by hash. */
 XLogRecPtr
-pmh_log_rebuild(const RelFileNode *node, uint32 shard, double fill,
+pmhash_log_rebuild(const RelFileNode *node, uint32 shard, double fill,
 				const PmhEntry *entries, uint64 count)
 {
 	return log_entries(node, true, shard, fill, entries, count);
@@ -103,15 +103,15 @@ pmh_log_rebuild(const RelFileNode *node, uint32 shard, double fill,
 
 /* Log the entries VACUUM deleted from a shard (sorted here by TID). */
 XLogRecPtr
-pmh_log_delete(const RelFileNode *node, uint32 shard, PmhEntry *entries, uint64 count)
+pmhash_log_delete(const RelFileNode *node, uint32 shard, PmhEntry *entries, uint64 count)
 {
-	qsort(entries, count, sizeof(PmhEntry), pmh_entry_tid_cmp);
+	qsort(entries, count, sizeof(PmhEntry), pmhash_entry_tid_cmp);
 	return log_entries(node, false, shard, 0, entries, count);
 }
 
 /* Log that an index file was copied to a new relfilenode. */
 XLogRecPtr
-pmh_log_copy(const RelFileNode *from, const RelFileNode *to)
+pmhash_log_copy(const RelFileNode *from, const RelFileNode *to)
 {
 	xl_pmhash_copy xlrec;
 

@@ -4,8 +4,8 @@
  *	  Free-space map of a pmhash file.
  *
  * Which units are in use is never written down: a unit is in use exactly when
- * a directory descriptor reaches it.  The free map is a volatile, best-fit
- * list of extents that is rebuilt from the directory whenever an index is
+ * a descriptor reaches it.  The free map is a volatile, best-fit
+ * list of extents that is rebuilt from the descriptors whenever an index is
  * attached, so a crash in the middle of a rebuild leaks nothing.  Freed
  * extents merge with their neighbours.  If the map is full, a freed extent is
  * counted as lost until the map is next rebuilt.

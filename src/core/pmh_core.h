@@ -61,7 +61,7 @@ typedef enum PmhInsertMode
 /*
  * Persistence: flush writes a range back towards the persistence domain,
  * drain orders it before later stores (per-entry changes), sync makes all
- * flushed ranges durable now (structural changes: rebuilds, directory
+ * flushed ranges durable now (structural changes: rebuilds, descriptor
  * stores).  Any may be NULL, meaning nothing to do; a NULL sync falls back
  * to drain.  The access method records flushes as dirty ranges, has no
  * drain (it makes per-entry changes durable at commit) and syncs with a
@@ -112,7 +112,7 @@ typedef struct PmhDeleteOps
 
 /*
  * A published segment as mapped by the calling process.  Its geometry comes
- * from the caller's directory mirror, which holds only values validated when
+ * from the caller's mirror, which holds only values validated when
  * the segment was written or the file attached; the core never takes it
  * from the segment's header, which the file may have damaged since.
  */
@@ -129,8 +129,8 @@ typedef struct PmhSegment
 } PmhSegment;
 
 /*
- * A directory mirror entry, which lock-free readers use instead of the
- * file's directory: the segment's descriptor, and an extent word (segment
+ * A mirror entry, which lock-free readers use instead of the
+ * file's descriptors: the segment's descriptor, and an extent word (segment
  * unit and posting block count) stored before it.  A reader that finds an
  * extent naming another unit than the descriptor raced with a publication.
  */
@@ -209,7 +209,7 @@ typedef struct PmhTable
 	const PmhPersist *persist;
 	uint32_t	shard_bits;
 	uint64_t	file_generation;
-	uint64_t	dir_unit;
+	uint64_t	desc_unit;
 	int			checksums;		/* the file keeps checksums (PMH_FILE_CHECKSUMS) */
 } PmhTable;
 
@@ -286,7 +286,7 @@ extern const char *pmh_match_impl(void);
 extern int	pmh_match_use(const char *name);
 
 /* pmh_file.c */
-extern uint64_t pmh_directory_units(uint32_t shard_bits);
+extern uint64_t pmh_descriptor_units(uint32_t shard_bits);
 extern void pmh_header_init(PmhFileHeader *hdr, uint32_t spc_oid, uint32_t db_oid,
 							uint32_t rel_node, int32_t backend, uint64_t build_generation,
 							uint32_t shard_bits, uint32_t flags);
@@ -301,11 +301,9 @@ extern void pmh_lookup_batch(const PmhSegment *segs, const uint32_t *hashes, int
 							 PmhTidSink sink, void *const *args, PmhStatus *status);
 
 /* pmh_modify.c */
-extern void pmh_prefetch_insert(const PmhSegment *seg, uint32_t hash);
 extern PmhStatus pmh_insert(const PmhSegment *seg, uint32_t hash, PmhTid tid,
 							uint64_t lsn, const PmhPersist *persist, PmhInsertMode mode,
 							uint64_t since, unsigned *effects);
-extern int	pmh_contains(const PmhSegment *seg, uint32_t hash, PmhTid tid);
 extern PmhStatus pmh_bulk_delete(const PmhSegment *seg, const PmhDeleteOps *ops,
 								 uint64_t lsn, const PmhPersist *persist,
 								 PmhCounts *remaining, uint64_t *removed);

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * pmh_file.c
- *	  File header, directory geometry and segment addressing.
+ *	  File header, descriptor geometry and segment addressing.
  *
  * Copyright (c) 2026, pmhash developers
  *
@@ -14,16 +14,16 @@
 
 #include "pmh_core.h"
 
-/* Units taken by the directory of a file with 2^shard_bits shards. */
+/* Units taken by the descriptors of a file with 2^shard_bits shards. */
 uint64_t
-pmh_directory_units(uint32_t shard_bits)
+pmh_descriptor_units(uint32_t shard_bits)
 {
 	uint64_t	bytes = (UINT64_C(1) << shard_bits) * sizeof(uint64_t);
 
 	return (bytes + PMH_UNIT_SIZE - 1) / PMH_UNIT_SIZE;
 }
 
-/* Fill in a new file header; the directory and segments follow it. */
+/* Fill in a new file header; the descriptors and segments follow it. */
 void
 pmh_header_init(PmhFileHeader *hdr, uint32_t spc_oid, uint32_t db_oid,
 				uint32_t rel_node, int32_t backend, uint64_t build_generation,
@@ -40,8 +40,8 @@ pmh_header_init(PmhFileHeader *hdr, uint32_t spc_oid, uint32_t db_oid,
 	hdr->build_generation = build_generation;
 	hdr->shard_bits = shard_bits;
 	hdr->flags = flags;
-	hdr->dir_unit = PMH_HEADER_UNITS;
-	hdr->data_unit = PMH_HEADER_UNITS + pmh_directory_units(shard_bits);
+	hdr->desc_unit = PMH_HEADER_UNITS;
+	hdr->data_unit = PMH_HEADER_UNITS + pmh_descriptor_units(shard_bits);
 	hdr->checksum = pmh_header_checksum(hdr);
 }
 
@@ -66,11 +66,11 @@ pmh_header_check(const PmhFileHeader *hdr, uint64_t file_units)
 		return "file header checksum mismatch";
 	if (hdr->header_units != PMH_HEADER_UNITS ||
 		hdr->shard_bits > PMH_MAX_SHARD_BITS ||
-		hdr->dir_unit != PMH_HEADER_UNITS ||
-		hdr->data_unit != PMH_HEADER_UNITS + pmh_directory_units(hdr->shard_bits))
+		hdr->desc_unit != PMH_HEADER_UNITS ||
+		hdr->data_unit != PMH_HEADER_UNITS + pmh_descriptor_units(hdr->shard_bits))
 		return "file header geometry is invalid";
 	if (file_units < hdr->data_unit)
-		return "file is shorter than its directory";
+		return "file is shorter than its descriptors";
 	return NULL;
 }
 

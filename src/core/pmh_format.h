@@ -7,7 +7,7 @@
  * never by pointer, because every process maps the file at its own address.
  *
  *	 units 0..15   file header (identity, geometry, checksum)
- *	 units 16..    shard directory: one 8-byte descriptor per shard
+ *	 units 16..    descriptors: one 8 bytes per shard
  *	 then          segments, allocated and freed as shards are rebuilt
  *
  * A shard is the set of keys whose hash has a given value in its top
@@ -18,7 +18,7 @@
  *	 units n+1..   posting blocks holding the TIDs of heavily duplicated keys
  *
  * Changes become visible, and crash-atomic, through single aligned 8-byte
- * stores: a bucket's commit word publishes its slots, a directory descriptor
+ * stores: a bucket's commit word publishes its slots, a descriptor
  * publishes a whole segment.  Data is always written and persisted before the
  * word that publishes it.
  *
@@ -58,7 +58,7 @@
 #define PMH_POSTING_VALID_MASK	((UINT64_C(1) << PMH_POSTING_SLOTS) - 1)
 #define PMH_POSTING_SEQ_ONE		(UINT64_C(1) << PMH_POSTING_SLOTS)
 
-/* directory descriptor: segment unit (40 bits) and bucket count (24 bits) */
+/* descriptor: segment unit (40 bits) and bucket count (24 bits) */
 #define PMH_DESC_UNIT_BITS		40
 #define PMH_DESC_UNIT_MASK		((UINT64_C(1) << PMH_DESC_UNIT_BITS) - 1)
 
@@ -149,7 +149,7 @@ typedef struct PmhFileHeader
 	/* geometry */
 	uint32_t	shard_bits;
 	uint32_t	flags;
-	uint64_t	dir_unit;		/* first unit of the directory */
+	uint64_t	desc_unit;		/* first unit of the descriptors */
 	uint64_t	data_unit;		/* first unit available to segments */
 	uint32_t	checksum;		/* CRC-32C of the fields above */
 	uint32_t	pad;
@@ -178,21 +178,21 @@ _Static_assert(sizeof(PmhFileHeader) == PMH_HEADER_UNITS * PMH_UNIT_SIZE, "file 
 _Static_assert(offsetof(PmhFileHeader, checksum) == 64, "header checksum position");
 _Static_assert(offsetof(PmhSegmentHeader, checksum) == 48, "segment checksum position");
 
-/* Segment unit recorded in a directory descriptor (0: the shard is empty). */
+/* Segment unit recorded in a descriptor (0: the shard is empty). */
 static inline uint64_t
 pmh_desc_unit(uint64_t desc)
 {
 	return desc & PMH_DESC_UNIT_MASK;
 }
 
-/* Bucket count recorded in a directory descriptor. */
+/* Bucket count recorded in a descriptor. */
 static inline uint32_t
 pmh_desc_nbuckets(uint64_t desc)
 {
 	return (uint32_t) (desc >> PMH_DESC_UNIT_BITS);
 }
 
-/* Build a directory descriptor. */
+/* Build a descriptor. */
 static inline uint64_t
 pmh_desc_make(uint64_t unit, uint32_t nbuckets)
 {

@@ -175,23 +175,6 @@ scan_run(const PmhSegment *seg, uint32_t code, int want_chain, const Lookout *lo
 	}
 }
 
-/*
- * Start loading the home bucket of hash for writing, so that a caller
- * inserting a batch of entries overlaps their cache misses.
- */
-void
-pmh_prefetch_insert(const PmhSegment *seg, uint32_t hash)
-{
-	const char *bucket;
-
-	if (seg->nbuckets == 0)
-		return;
-	bucket = (const char *) pmh_bucket(seg, pmh_home_bucket(pmh_hash_code(hash, seg->shard_bits),
-															seg->nbuckets));
-	for (int line = 0; line < PMH_UNIT_SIZE; line += 64)
-		__builtin_prefetch(bucket + line, 1, 3);
-}
-
 /* Write an entry into a free slot of a bucket, commit it and seal it. */
 static void
 commit_slot(const PmhSegment *seg, PmhBucket *bucket, uint32_t code, PmhTid tid,
@@ -380,67 +363,6 @@ pmh_image_place_run(const PmhSegment *seg, uint32_t code, PmhTid tid, uint16_t f
 
 	scan_run(seg, code, 0, NULL, NULL, &rs);
 	(void) place_entry(seg, &rs, code, tid, flags, lsn, NULL, seg->nbuckets);
-}
-
-/* Whether a chain holds a TID (the chain itself is stable). */
-static int
-chain_contains(const PmhPosting *first, PmhTid tid)
-{
-	for (uint32_t j = 0; j < first->nblocks; j++)
-	{
-		const PmhPosting *blk = first + j;
-		uint64_t	valid = blk->commit & PMH_POSTING_VALID_MASK;
-
-		while (valid)
-		{
-			int			i = __builtin_ctzll(valid);
-
-			valid &= valid - 1;
-			if (pmh_tid_equal(blk->tid[i], tid))
-				return 1;
-		}
-	}
-	return 0;
-}
-
-/* Whether the segment holds the entry (hash, tid). */
-int
-pmh_contains(const PmhSegment *seg, uint32_t hash, PmhTid tid)
-{
-	uint32_t	nbuckets = seg->nbuckets;
-	uint32_t	code = pmh_hash_code(hash, seg->shard_bits);
-	uint32_t	b;
-
-	if (nbuckets == 0)
-		return 0;
-	b = pmh_home_bucket(code, nbuckets);
-	for (uint32_t step = 0; step < nbuckets; step++)
-	{
-		PmhBucket  *bucket = pmh_bucket(seg, b);
-		uint64_t	c = bucket->commit;
-		uint32_t	mask = pmh_match_code(bucket, code) & (uint32_t) c;
-
-		while (mask)
-		{
-			int			i = __builtin_ctz(mask);
-			PmhTid		slot = pmh_slot_tid(bucket, i);
-
-			mask &= mask - 1;
-			if (pmh_is_chain_ref(slot))
-			{
-				PmhPosting *first = pmh_chain_first(seg, slot, code);
-
-				if (first && chain_contains(first, tid))
-					return 1;
-			}
-			else if (pmh_tid_equal(slot, tid))
-				return 1;
-		}
-		if (!(c & PMH_OVERFLOW_BIT))
-			return 0;
-		b = pmh_next_bucket(b, nbuckets);
-	}
-	return 0;
 }
 
 /* The verdict of a bulk delete on one stored entry: 1 remove, 0 keep. */

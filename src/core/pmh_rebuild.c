@@ -8,7 +8,7 @@
  * sort them, plan a geometry, and write a fresh segment image into space no
  * reader can see.  The caller logs the content (a REBUILD record, since a
  * standby places entries its own way), persists the image and publishes it
- * with a single directory store (src/README, Writers).
+ * with a single descriptor store (src/README, Writers).
  *
  * Hash codes that occur more than PMH_CHAIN_THRESHOLD times move to posting
  * chains (contiguous posting blocks with half again as much room as they

@@ -2,12 +2,12 @@
  *
  * pmh_table.c
  *	  Shard-level operations over a whole pmhash file: insert with growth,
- *	  rebuild, and publication of segments through the directory.
+ *	  rebuild, and publication of segments through their descriptors.
  *
- * The caller supplies memory, file space and the shared directory mirror
+ * The caller supplies memory, file space and the shared mirror
  * through PmhTableOps, and holds the shard's writer lock around every call.
  * A rebuild writes its new segment into unpublished space, persists it,
- * stores the new descriptor in the file's directory (one 8-byte store),
+ * stores the new descriptor in the file's descriptors (one 8-byte store),
  * persists that, and only then shows it to readers through the mirror.  The
  * old segment is handed back to the caller, who frees it once no reader can
  * still be inside it.
@@ -34,7 +34,7 @@ unit_address(const PmhTable *t, uint64_t unit)
 
 /*
  * The segments that n shards publish, given their descriptors and posting
- * block counts from a directory mirror, in the current mapping, which is
+ * block counts from a mirror, in the current mapping, which is
  * read once; a descriptor of 0 (an empty shard) gives a segment of no
  * buckets.
  */
@@ -68,11 +68,11 @@ pmh_table_segment(const PmhTable *t, uint32_t shard, uint64_t desc, uint32_t npo
 	pmh_table_segments(t, &shard, &desc, &nposting, 1, seg);
 }
 
-/* Store a descriptor in the file's directory, make it durable, show it to readers. */
+/* Store a descriptor in the file's descriptors, make it durable, show it to readers. */
 static void
 publish(const PmhTable *t, uint32_t shard, uint64_t desc, uint32_t nposting)
 {
-	uint64_t   *dir = (uint64_t *) unit_address(t, t->dir_unit);
+	uint64_t   *dir = (uint64_t *) unit_address(t, t->desc_unit);
 
 	pmh_store_release(&dir[shard], desc);
 	pmh_flush(t->persist, &dir[shard], sizeof(uint64_t));
@@ -239,15 +239,15 @@ extent_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* First unit after a table's directory, where segments may lie. */
+/* First unit after a table's descriptors, where segments may lie. */
 static uint64_t
 data_unit(const PmhTable *t)
 {
-	return t->dir_unit + pmh_directory_units(t->shard_bits);
+	return t->desc_unit + pmh_descriptor_units(t->shard_bits);
 }
 
 /*
- * Check one directory descriptor read from the file; NULL if it publishes a
+ * Check one descriptor read from the file; NULL if it publishes a
  * sound segment, whose posting block count goes to *nposting.
  */
 static const char *
@@ -260,7 +260,7 @@ check_descriptor(const PmhTable *t, uint32_t shard, uint64_t desc, uint64_t file
 
 	if (unit < data_unit(t) || nbuckets == 0 || unit + 1 + nbuckets > file_units)
 	{
-		snprintf(msg, msglen, "shard %u: directory entry points outside the file", shard);
+		snprintf(msg, msglen, "shard %u: descriptor points outside the file", shard);
 		return msg;
 	}
 	/* a private copy: what is checked is what is used */
@@ -279,7 +279,7 @@ check_descriptor(const PmhTable *t, uint32_t shard, uint64_t desc, uint64_t file
 }
 
 /*
- * Rebuild the volatile state of a file from its directory: report every
+ * Rebuild the volatile state of a file from its descriptors: report every
  * shard's descriptor, posting block count and counts to visit, and fill the
  * free map with the gaps between published segments.  NULL on success, else
  * msg describing the first damage.  When lenient (during recovery, where a
@@ -294,7 +294,7 @@ pmh_table_attach(const PmhTable *t, uint64_t file_units, PmhFreeMap *map, int le
 				 void *arg, char *msg, size_t msglen)
 {
 	const PmhTableOps *ops = t->ops;
-	const uint64_t *dir = (const uint64_t *) unit_address(t, t->dir_unit);
+	const uint64_t *dir = (const uint64_t *) unit_address(t, t->desc_unit);
 	uint32_t	nshards = UINT32_C(1) << t->shard_bits;
 	PmhExtent  *segs = ops->alloc_memory(ops->arg, nshards * sizeof(PmhExtent));
 	uint32_t	nsegs = 0;
@@ -394,9 +394,9 @@ pmh_file_flag_unverified(char *base, uint64_t file_units, uint64_t after_lsn,
 	t.persist = persist;
 	t.shard_bits = hdr.shard_bits;
 	t.file_generation = hdr.build_generation;
-	t.dir_unit = hdr.dir_unit;
+	t.desc_unit = hdr.desc_unit;
 	t.checksums = (hdr.flags & PMH_FILE_CHECKSUMS) != 0;
-	dir = (const uint64_t *) unit_address(&t, t.dir_unit);
+	dir = (const uint64_t *) unit_address(&t, t.desc_unit);
 	for (uint32_t s = 0; s < (UINT32_C(1) << t.shard_bits); s++)
 	{
 		uint64_t	desc = dir[s];

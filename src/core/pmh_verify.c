@@ -31,7 +31,7 @@ reachable(const PmhSegment *seg, uint32_t code, uint32_t b)
 	return 1;
 }
 
-/* Check the segment header against the directory mirror and the file. */
+/* Check the segment header against the mirror and the file. */
 static const char *
 verify_header(const PmhSegment *seg, uint64_t file_generation, uint64_t file_units,
 			  char *msg, size_t msglen)
@@ -46,7 +46,7 @@ verify_header(const PmhSegment *seg, uint64_t file_generation, uint64_t file_uni
 	else if (hdr->shard != seg->shard || hdr->shard_bits != seg->shard_bits ||
 			 hdr->nbuckets != seg->nbuckets || hdr->nposting != seg->nposting ||
 			 hdr->file_generation != file_generation)
-		snprintf(msg, msglen, "shard %u: segment header does not match the directory",
+		snprintf(msg, msglen, "shard %u: segment header does not match its descriptor",
 				 seg->shard);
 	else if (seg->unit + 1 + (uint64_t) seg->nbuckets + seg->nposting > file_units)
 		snprintf(msg, msglen, "shard %u: segment extends past the end of the file", seg->shard);

@@ -172,13 +172,13 @@ memtable_create(uint32_t shard_bits, uint64_t units, int shim)
 		units = hdr->data_unit + 1;
 	mt->units = hdr->data_unit;
 	grow(mt, units);
-	/* the header and directory are not free space */
+	/* the header and descriptors are not free space */
 	pmh_freemap_init(&mt->freemap, mt->extents, nshards + 64);
 	pmh_freemap_release(&mt->freemap, hdr->data_unit, units - hdr->data_unit);
 	memcpy(mt->live, hdr, sizeof(PmhFileHeader));
 	if (shim)
 		memcpy(mt->durable, hdr, sizeof(PmhFileHeader));
-	mt->table = (PmhTable) {&mt->ops, &mt->persist, shard_bits, 42, hdr->dir_unit,
+	mt->table = (PmhTable) {&mt->ops, &mt->persist, shard_bits, 42, hdr->desc_unit,
 	memtable_checksums};
 	free(hdr);
 	return mt;

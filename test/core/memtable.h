@@ -26,7 +26,7 @@ typedef struct MemTable
 	uint64_t	crash_at;		/* stop persisting after this many drains */
 	uint64_t	lsn;			/* WAL position given to the next change */
 	int			shim;			/* track durability */
-	PmhShardMirror *mirror;		/* directory as readers see it */
+	PmhShardMirror *mirror;		/* descriptors as readers see them */
 	PmhCounts  *counts;			/* per-shard counters */
 	PmhExtent  *extents;
 	PmhFreeMap	freemap;

@@ -20,7 +20,7 @@
 void
 test_damage(void)
 {
-	const char *what[] = {"segment header", "chain reference", "overflow bit", "directory entry"};
+	const char *what[] = {"segment header", "chain reference", "overflow bit", "descriptor"};
 
 	for (int kind = 0; kind < 4 && !test_failed; kind++)
 	{
@@ -67,7 +67,7 @@ test_damage(void)
 		}
 		else
 		{
-			uint64_t   *dir = (uint64_t *) (mt->live + mt->table.dir_unit * PMH_UNIT_SIZE);
+			uint64_t   *dir = (uint64_t *) (mt->live + mt->table.desc_unit * PMH_UNIT_SIZE);
 
 			dir[0] = pmh_desc_make(mt->units + 5, 3);
 		}

@@ -80,8 +80,8 @@ my @KINDS = (
 		name => 'directory-random',
 		damage => sub {
 			my $shard_bits = unpack 'V', read_bytes($_[0], 40, 4);
-			my $dir_unit = unpack 'Q<', read_bytes($_[0], 48, 8);
-			write_bytes($_[0], $dir_unit * $UNIT, random_bytes(8 << $shard_bits));
+			my $desc_unit = unpack 'Q<', read_bytes($_[0], 48, 8);
+			write_bytes($_[0], $desc_unit * $UNIT, random_bytes(8 << $shard_bits));
 		}
 	},
 	{

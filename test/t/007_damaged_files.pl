@@ -130,9 +130,9 @@ for my $case (
 		qr/shard \d+: posting block 0 does not start a chain that fits/
 	],
 	[
-		'directory entry',
-		sub { write_bytes($_[0], $_[1]{dir_entry}, pack('Q<', (1 << 40) - 1 | (7 << 40))) },
-		qr/shard \d+: directory entry points outside the file/
+		'descriptor',
+		sub { write_bytes($_[0], $_[1]{desc_entry}, pack('Q<', (1 << 40) - 1 | (7 << 40))) },
+		qr/shard \d+: descriptor points outside the file/
 	])
 {
 	my ($what, $mutate, $detail) = @$case;

@@ -261,13 +261,13 @@ sub change_byte
 }
 
 # Find a published segment in a file (one with posting blocks if asked):
-# its shard, directory entry offset, first unit, buckets and posting blocks.
+# its shard, descriptor offset, first unit, buckets and posting blocks.
 sub find_segment
 {
 	my ($path, $with_posting) = @_;
 	my $shard_bits = unpack 'V', read_bytes($path, 40, 4);
-	my $dir_unit = unpack 'Q<', read_bytes($path, 48, 8);
-	my @desc = unpack 'Q<*', read_bytes($path, $dir_unit * $UNIT, 8 << $shard_bits);
+	my $desc_unit = unpack 'Q<', read_bytes($path, 48, 8);
+	my @desc = unpack 'Q<*', read_bytes($path, $desc_unit * $UNIT, 8 << $shard_bits);
 	for my $shard (0 .. $#desc)
 	{
 		next unless $desc[$shard];
@@ -276,7 +276,7 @@ sub find_segment
 		next if $with_posting && $nposting == 0;
 		return {
 			shard => $shard,
-			dir_entry => $dir_unit * $UNIT + 8 * $shard,
+			desc_entry => $desc_unit * $UNIT + 8 * $shard,
 			unit => $unit,
 			nbuckets => $desc[$shard] >> 40,
 			nposting => $nposting

@@ -172,7 +172,7 @@ bench_file_open(const char *path, uint64_t bytes, int prefault)
 
 /*
  * Start an empty table of 2^shard_bits shards over the whole file, as a
- * fresh build would: header, zeroed directory, all the rest free.
+ * fresh build would: header, zeroed descriptors, all the rest free.
  */
 void
 bench_file_reset(BenchFile *bf, uint32_t shard_bits)
@@ -196,8 +196,8 @@ bench_file_reset(BenchFile *bf, uint32_t shard_bits)
 		pthread_spin_init(&bf->shards[s].lock, PTHREAD_PROCESS_PRIVATE);
 
 	pmh_header_init(hdr, 1663, 5, 16384, -1, BENCH_GENERATION, shard_bits, 0);
-	memset(bf->base + hdr->dir_unit * PMH_UNIT_SIZE, 0,
-		   pmh_directory_units(shard_bits) * PMH_UNIT_SIZE);
+	memset(bf->base + hdr->desc_unit * PMH_UNIT_SIZE, 0,
+		   pmh_descriptor_units(shard_bits) * PMH_UNIT_SIZE);
 	pmem_persist(bf->base, hdr->data_unit * PMH_UNIT_SIZE);
 
 	bf->max_extents = nshards + 1024;
@@ -317,7 +317,7 @@ bench_worker_init(BenchWorker *w, BenchFile *bf, BenchDurability durability)
 	w->table.persist = &w->persist;
 	w->table.shard_bits = bf->shard_bits;
 	w->table.file_generation = BENCH_GENERATION;
-	w->table.dir_unit = PMH_HEADER_UNITS;
+	w->table.desc_unit = PMH_HEADER_UNITS;
 	w->table.checksums = 0;
 }
 
@@ -358,7 +358,7 @@ bench_verify(BenchFile *bf, uint64_t *live)
 	static char msg[256];
 	uint32_t	nshards = UINT32_C(1) << bf->shard_bits;
 	const char *err;
-	PmhTable	t = {&bf->ops, NULL, bf->shard_bits, BENCH_GENERATION, PMH_HEADER_UNITS};
+	PmhTable	t = {&bf->ops, NULL, bf->shard_bits, BENCH_GENERATION, PMH_HEADER_UNITS, 0};
 
 	*live = 0;
 	err = pmh_header_check((const PmhFileHeader *) bf->base, bf->units);
@@ -376,7 +376,7 @@ bench_verify(BenchFile *bf, uint64_t *live)
 
 		if (dir[s] != desc)
 		{
-			snprintf(msg, sizeof(msg), "shard %u: file directory and mirror differ", s);
+			snprintf(msg, sizeof(msg), "shard %u: file descriptor and mirror differ", s);
 			return msg;
 		}
 		if (desc == 0)

@@ -48,7 +48,7 @@ typedef struct BenchFile
 	uint64_t	units;			/* size of the file */
 	int			is_pmem;
 	uint32_t	shard_bits;
-	PmhShardMirror *mirror;		/* directory as readers see it */
+	PmhShardMirror *mirror;		/* descriptors as readers see them */
 	BenchShard *shards;
 	pthread_mutex_t alloc_lock;	/* free map, retired list, high-water mark */
 	PmhFreeMap	freemap;
@@ -116,6 +116,23 @@ bench_segment(const BenchWorker *w, uint32_t hash, PmhSegment *seg)
 }
 
 /*
+ * Start loading the home bucket of hash for writing, so that a caller
+ * inserting a batch of entries overlaps their cache misses.
+ */
+static inline void
+prefetch_home_bucket(const PmhSegment *seg, uint32_t hash)
+{
+	const char *bucket;
+
+	if (seg->nbuckets == 0)
+		return;
+	bucket = (const char *) pmh_bucket(seg, pmh_home_bucket(pmh_hash_code(hash, seg->shard_bits),
+															seg->nbuckets));
+	for (int line = 0; line < PMH_UNIT_SIZE; line += 64)
+		__builtin_prefetch(bucket + line, 1, 3);
+}
+
+/*
  * Start loading what inserting hash will touch: its shard's lock and
  * counters, and its home bucket.
  */
@@ -126,7 +143,7 @@ bench_prefetch_insert(const BenchWorker *w, uint32_t hash)
 
 	__builtin_prefetch(&w->file->shards[pmh_shard_of(hash, w->table.shard_bits)], 1, 3);
 	if (bench_segment(w, hash, &seg))
-		pmh_prefetch_insert(&seg, hash);
+		prefetch_home_bucket(&seg, hash);
 }
 
 #endif							/* BENCH_TABLE_H */
