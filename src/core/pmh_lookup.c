@@ -62,10 +62,26 @@ typedef struct BatchKey
  */
 static inline int
 bucket_read_sound(const PmhSegment *seg, const PmhBucket *bucket, uint64_t commit,
-				  uint32_t tag_mask)
+				  uint32_t tag_mask, uint64_t sums)
 {
-	return pmh_bucket_tags_sound(seg, bucket, commit) &&
-		(tag_mask == 0 || pmh_bucket_tids_sound(seg, bucket, commit));
+	uint32_t	b;
+
+	if (seg->checksum_seed == 0)
+		return 1;
+	b = pmh_bucket_number(seg, bucket);
+	return (uint32_t) sums == pmh_bucket_tag_checksum(seg, bucket, b, commit) &&
+		(tag_mask == 0 || (uint32_t) (sums >> 32) == pmh_bucket_tid_checksum(seg, bucket, b,
+																		  commit));
+}
+
+/*
+ * A bucket's two checksums, read before its commit word is read again, so
+ * that a writer's later seals cannot make an unchanged bucket look damaged.
+ */
+static inline uint64_t
+bucket_sums(const PmhBucket *bucket)
+{
+	return (uint64_t) bucket->tag_checksum | (uint64_t) bucket->tid_checksum << 32;
 }
 
 /* Deliver every valid TID of a posting chain to the sink. */
@@ -158,13 +174,16 @@ lookup_from(const PmhSegment *seg, uint32_t code, uint32_t b, PmhTidSink sink, v
 		for (;;)
 		{
 			uint32_t	tag_mask;
+			uint64_t	sums;
 
 			c1 = pmh_load_acquire(&bucket->commit);
 			if (c1 & PMH_OVERFLOW_BIT)
 				__builtin_prefetch(pmh_bucket(seg, pmh_next_bucket(b, nbuckets)), 0, 3);
 			tag_mask = pmh_match_tags(bucket->tag, tag) & (uint32_t) c1;
 			copy_slots(bucket, tag_mask, code, &copy);
-			if (pmh_reload(&bucket->commit) == c1 && bucket_read_sound(seg, bucket, c1, tag_mask))
+			sums = bucket_sums(bucket);
+			if (pmh_reload(&bucket->commit) == c1 &&
+				bucket_read_sound(seg, bucket, c1, tag_mask, sums))
 				break;
 			if (++attempt > PMH_LOOKUP_RETRIES)
 				return PMH_BUSY;
@@ -260,12 +279,14 @@ stage_deliver(const BatchKey *key, const PmhSegment *seg, uint32_t hash,
 {
 	const PmhBucket *bucket = key->bucket;
 	BucketCopy	copy;
+	uint64_t	sums;
 
 	if (bucket == NULL)
 		return PMH_OK;
 	copy_slots(bucket, key->mask, key->code, &copy);
+	sums = bucket_sums(bucket);
 	if (copy.nrefs > 0 || pmh_reload(&bucket->commit) != key->commit ||
-		!bucket_read_sound(seg, bucket, key->commit, key->mask))
+		!bucket_read_sound(seg, bucket, key->commit, key->mask, sums))
 		return pmh_lookup(seg, hash, sink, arg);
 	if (copy.ntids > 0)
 		sink(arg, copy.tids, copy.ntids, copy.unverified);

@@ -16,9 +16,11 @@
  *
  *-------------------------------------------------------------------------
  */
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "memtable.h"
 
@@ -157,6 +159,7 @@ memtable_create(uint32_t shard_bits, uint64_t units, int shim)
 
 	mt->shim = shim;
 	mt->crash_at = UINT64_MAX;
+	mt->busy_patience_ns = 1000 * 1000;
 	mt->mirror = calloc(nshards, sizeof(PmhShardMirror));
 	mt->counts = calloc(nshards, sizeof(PmhCounts));
 	mt->extents = calloc(nshards + 64, sizeof(PmhExtent));
@@ -259,23 +262,41 @@ collect(void *arg, const PmhTid *tids, int count, uint64_t unverified)
 	cs->unverified += __builtin_popcountll(unverified);
 }
 
-/* Attempts of a lookup that keeps returning PMH_BUSY. */
-#define LOOKUP_ATTEMPTS 100
+/* Nanoseconds on the monotonic clock. */
+static uint64_t
+now_ns(void)
+{
+	struct timespec ts;
 
-/* Look up all TIDs of a hash. */
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t) ts.tv_sec * 1000000000 + (uint64_t) ts.tv_nsec;
+}
+
+/*
+ * Look up all TIDs of a hash.  A caller with the shard lock would retry a
+ * busy lookup under it; this one has none, so it yields to the writer and
+ * tries again, for a while (a damaged unit stays busy for good).
+ */
 PmhStatus
 memtable_lookup(MemTable *mt, uint32_t hash, PmhTid *out, int *n, int cap)
 {
 	CollectState cs = {out, 0, cap, 0};
 	PmhSegment	seg;
-	PmhStatus	st = PMH_BUSY;
+	PmhStatus	st;
+	uint64_t	give_up = 0;
 
-	/* a caller with a lock would retry under it; this one just tries again */
-	for (int attempt = 0; attempt < LOOKUP_ATTEMPTS && st == PMH_BUSY; attempt++)
+	for (;;)
 	{
 		cs.n = cs.unverified = 0;
 		memtable_segment(mt, pmh_shard_of(hash, mt->table.shard_bits), &seg);
 		st = pmh_lookup(&seg, hash, collect, &cs);
+		if (st != PMH_BUSY)
+			break;
+		if (give_up == 0)
+			give_up = now_ns() + mt->busy_patience_ns;
+		else if (now_ns() > give_up)
+			break;
+		sched_yield();
 	}
 	*n = cs.n;
 	return st;

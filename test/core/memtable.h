@@ -26,6 +26,7 @@ typedef struct MemTable
 	uint64_t	crash_at;		/* stop persisting after this many drains */
 	uint64_t	lsn;			/* WAL position given to the next change */
 	int			shim;			/* track durability */
+	uint64_t	busy_patience_ns;	/* how long a busy lookup is tried again */
 	PmhShardMirror *mirror;		/* descriptors as readers see them */
 	PmhCounts  *counts;			/* per-shard counters */
 	PmhExtent  *extents;
