@@ -3,11 +3,13 @@
 #
 # Installs what it needs, builds pmhash twice (warnings as errors; then with
 # assertions enabled, which is the build the suites run against), runs the
-# core unit tests and the core benchmark on a small table (which checks every
-# lookup it times), and runs the SQL-level suites on two throwaway clusters:
-# one with its index files on /dev/shm and PMEM_IS_PMEM_FORCE=1 (the pmem
-# path: flush and fence), one with them in the data directory on the
-# ordinary disk (the msync path).  Exits non-zero if anything failed.
+# core unit tests, the core benchmark on a small table (which checks every
+# lookup it times) and a minute of fuzzing of the core's file loader,
+# verifier and lookups (test/fuzz/run.sh), and runs the SQL-level suites on
+# two throwaway clusters: one with its index files on /dev/shm and
+# PMEM_IS_PMEM_FORCE=1 (the pmem path: flush and fence), one with them in
+# the data directory on the ordinary disk (the msync path).  Exits non-zero
+# if anything failed.
 set -u
 cd "$(dirname "$0")/.."
 source test/lib/common.sh
@@ -90,6 +92,7 @@ record "build with -Wall -Wextra -Werror" $?
 run_suite core make -s core-check
 run_core_bench
 record "core benchmark on 200000 keys: every lookup right, table sound" $?
+run_suite fuzz bash test/fuzz/run.sh
 build_install "-DUSE_ASSERT_CHECKING"
 record "build with assertions" $?
 
