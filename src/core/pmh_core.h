@@ -334,6 +334,8 @@ extern int	pmh_freemap_release(PmhFreeMap *map, uint64_t unit, uint64_t units);
 extern uint64_t pmh_freemap_total(const PmhFreeMap *map);
 
 /* pmh_table.c */
+extern void pmh_table_init(PmhTable *t, const PmhFileHeader *hdr, const PmhTableOps *ops,
+						   const PmhPersist *persist);
 extern void pmh_table_segment(const PmhTable *t, uint32_t shard, uint64_t desc,
 							  uint32_t nposting, PmhSegment *seg);
 extern void pmh_table_segments(const PmhTable *t, const uint32_t *shards,

@@ -361,6 +361,19 @@ pmh_table_attach(const PmhTable *t, uint64_t file_units, PmhFreeMap *map, int le
 	return err;
 }
 
+/* A table view of a file with a checked header, with the caller's callbacks. */
+void
+pmh_table_init(PmhTable *t, const PmhFileHeader *hdr, const PmhTableOps *ops,
+			   const PmhPersist *persist)
+{
+	t->ops = ops;
+	t->persist = persist;
+	t->shard_bits = hdr->shard_bits;
+	t->file_generation = hdr->build_generation;
+	t->desc_unit = hdr->desc_unit;
+	t->checksums = (hdr->flags & PMH_FILE_CHECKSUMS) != 0;
+}
+
 /* Base address used by the file-level helpers below. */
 static char *
 fixed_base(void *arg)
@@ -390,12 +403,7 @@ pmh_file_flag_unverified(char *base, uint64_t file_units, uint64_t after_lsn,
 	memset(&ops, 0, sizeof(ops));
 	ops.base = fixed_base;
 	ops.arg = base;
-	t.ops = &ops;
-	t.persist = persist;
-	t.shard_bits = hdr.shard_bits;
-	t.file_generation = hdr.build_generation;
-	t.desc_unit = hdr.desc_unit;
-	t.checksums = (hdr.flags & PMH_FILE_CHECKSUMS) != 0;
+	pmh_table_init(&t, &hdr, &ops, persist);
 	dir = (const uint64_t *) unit_address(&t, t.desc_unit);
 	for (uint32_t s = 0; s < (UINT32_C(1) << t.shard_bits); s++)
 	{

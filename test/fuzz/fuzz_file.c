@@ -168,12 +168,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	nshards = UINT32_C(1) << hdr.shard_bits;
 	ops.arg = &f;
-	t.ops = &ops;
-	t.persist = NULL;
-	t.shard_bits = hdr.shard_bits;
-	t.file_generation = hdr.build_generation;
-	t.desc_unit = hdr.desc_unit;
-	t.checksums = (hdr.flags & PMH_FILE_CHECKSUMS) != 0;
+	pmh_table_init(&t, &hdr, &ops, NULL);
 	extents = malloc((nshards + 1) * sizeof(PmhExtent));
 	for (int lenient = 0; lenient <= 1; lenient++)
 	{
