@@ -90,9 +90,9 @@ grow_file(PmhashShare *share, uint64 units, const char *index_name)
 		errno = rc;
 		ereport(ERROR,
 				(errcode_for_file_access(),
-				 errmsg("could not extend pmhash file \"%s\" to %llu bytes: %m",
-						share->path, (unsigned long long) (want * PMH_UNIT_SIZE)),
-				 errhint("Free some space on the file system of pmhash.directory.")));
+				 errmsg("could not extend the file \"%s\" of pmhash index \"%s\" to %llu bytes: %m",
+						share->path, index_name, (unsigned long long) (want * PMH_UNIT_SIZE)),
+				 errhint("Free some space on the file system of pmhash.directory; the index stays usable meanwhile.")));
 	}
 	pg_atomic_write_u64(&share->file_units, want);
 	pmh_freemap_release(&share->freemap, cur, want - cur);

@@ -4,9 +4,10 @@
 # Installs what it needs, builds pmhash twice (warnings as errors; then with
 # assertions enabled, which is the build the suites run against), runs the
 # core unit tests, the core benchmark on a small table (which checks every
-# lookup it times) and a minute of fuzzing of the core's file loader,
-# verifier and lookups (test/fuzz/run.sh), and runs the SQL-level suites on
-# two throwaway clusters: one with its index files on /dev/shm and
+# lookup it times), a minute of fuzzing of the core's file loader, verifier
+# and lookups (test/fuzz/run.sh) and a full file system under
+# pmhash.directory on both paths (test/fullfs.sh), then the SQL-level suites
+# on two throwaway clusters: one with its index files on /dev/shm and
 # PMEM_IS_PMEM_FORCE=1 (the pmem path: flush and fence), one with them in
 # the data directory on the ordinary disk (the msync path).  Exits non-zero
 # if anything failed.
@@ -95,6 +96,7 @@ record "core benchmark on 200000 keys: every lookup right, table sound" $?
 run_suite fuzz bash test/fuzz/run.sh
 build_install "-DUSE_ASSERT_CHECKING"
 record "build with assertions" $?
+run_suite fullfs bash test/fullfs.sh "$WORK"
 
 for mode in pmem msync; do
 	start_cluster "$WORK/$mode" "$mode"
