@@ -5,12 +5,12 @@
 # assertions enabled, which is the build the suites run against), runs the
 # core unit tests, the core benchmark on a small table (which checks every
 # lookup it times), a minute of fuzzing of the core's file loader, verifier
-# and lookups (test/fuzz/run.sh) and a full file system under
-# pmhash.directory on both paths (test/fullfs.sh), then the SQL-level suites
-# on two throwaway clusters: one with its index files on /dev/shm and
-# PMEM_IS_PMEM_FORCE=1 (the pmem path: flush and fence), one with them in
-# the data directory on the ordinary disk (the msync path).  Exits non-zero
-# if anything failed.
+# and lookups (test/fuzz/run.sh), a full file system under pmhash.directory
+# (test/fullfs.sh) and a minute's soak with crashes (test/soak.sh) on both
+# paths, then the SQL-level suites on two throwaway clusters: one with its
+# index files on /dev/shm and PMEM_IS_PMEM_FORCE=1 (the pmem path: flush and
+# fence), one with them in the data directory on the ordinary disk (the
+# msync path).  Exits non-zero if anything failed.
 set -u
 cd "$(dirname "$0")/.."
 source test/lib/common.sh
@@ -97,6 +97,7 @@ run_suite fuzz bash test/fuzz/run.sh
 build_install "-DUSE_ASSERT_CHECKING"
 record "build with assertions" $?
 run_suite fullfs bash test/fullfs.sh "$WORK"
+run_suite soak env SOAK_SECONDS=60 bash test/soak.sh "$WORK"
 
 for mode in pmem msync; do
 	start_cluster "$WORK/$mode" "$mode"

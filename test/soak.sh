@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# test/soak.sh: pmhash under a long mixed load with maintenance and crashes.
+#
+# For each persistence path in SOAK_MODES (default "pmem msync"), starts a
+# throwaway cluster, loads the concurrency suite's table conc_rows (~50k
+# rows, pmhash indexes on k and t), and for SOAK_SECONDS seconds (default
+# 600) runs 4 pgbench clients inserting, deleting, updating and probing,
+# while this script, every 2 to 6 seconds, does in turn: VACUUM, REINDEX
+# INDEX CONCURRENTLY, kill -9 of a random client backend, CREATE INDEX
+# CONCURRENTLY and DROP INDEX CONCURRENTLY of a third pmhash index, and
+# another kill -9 (a kill makes the server reset every backend and recover;
+# pgbench is then started again).  Afterwards it drops the invalid indexes
+# that interrupted concurrent builds left, vacuums, and checks that for
+# every value of k and t (and absent ones) index scan, bitmap scan and
+# seqscan give the same rows, that pmhash_verify and pmhash_stats count the
+# non-null values, that the server is up and that its log shows no crash
+# other than the kills and no PANIC or failed assertion.  Prints "ok N -
+# ..." lines and a summary of what ran; exits non-zero on failure.  Usage:
+# soak.sh WORKDIR.
+#
+#   bash test/soak.sh /tmp/soak                  10 minutes per path
+#   SOAK_SECONDS=60 bash test/soak.sh /tmp/soak  the test command's run
+set -u
+WORK=${1:?usage: soak.sh WORKDIR}/soak
+SCRIPTS=$(cd "$(dirname "$0")/concurrency" && pwd)
+source "$SCRIPTS/../lib/common.sh"
+source "$SCRIPTS/../lib/rowcheck.sh"
+SOAK_SECONDS=${SOAK_SECONDS:-600}
+SOAK_MODES=${SOAK_MODES:-"pmem msync"}
+PGBENCH=/usr/lib/postgresql/15/bin/pgbench
+mkdir -p "$WORK"
+chmod 755 "$WORK"
+
+# Wait until the server accepts connections again (after a kill), up to 2 minutes.
+wait_ready() {
+	local i
+	for i in $(seq 1 240); do
+		psql -XAtqc "SELECT 1" >/dev/null 2>&1 && return 0
+		sleep 0.5
+	done
+	return 1
+}
+
+# Start the workload in the background for $1 seconds; its pid in WORKLOAD_PID.
+start_workload() {
+	"$PGBENCH" -n -c 4 -j 2 -T "$1" \
+		-f "$SCRIPTS/insert.sql@3" -f "$SCRIPTS/delete.sql@2" -f "$SCRIPTS/update.sql@2" \
+		-f "$SCRIPTS/probe.sql@4" >>"$WORK/$MODE-workload.log" 2>&1 &
+	WORKLOAD_PID=$!
+}
+
+# The next maintenance action of the cycle VACUUM, REINDEX, kill, build,
+# kill; counts it in ACTIONS.
+maintain() {
+	local pid
+	NEXT_ACTION=$(((NEXT_ACTION + 1) % 5))
+	case $NEXT_ACTION in
+		0) sql "VACUUM conc_rows" >>"$MAINT_LOG" 2>&1 && ACTIONS[vacuum]=$((ACTIONS[vacuum] + 1)) ;;
+		1) sql "REINDEX INDEX CONCURRENTLY conc_rows_k" >>"$MAINT_LOG" 2>&1 &&
+			ACTIONS[reindex]=$((ACTIONS[reindex] + 1)) ;;
+		3) sql "CREATE INDEX CONCURRENTLY conc_rows_kt ON conc_rows USING pmhash (k)" >>"$MAINT_LOG" 2>&1 &&
+			sql "DROP INDEX CONCURRENTLY conc_rows_kt" >>"$MAINT_LOG" 2>&1 &&
+			ACTIONS[build]=$((ACTIONS[build] + 1)) ;;
+		*)
+			pid=$(sql "SELECT pid FROM pg_stat_activity WHERE backend_type = 'client backend'
+				AND pid <> pg_backend_pid() AND query NOT LIKE '%pg_stat_activity%'
+				ORDER BY random() LIMIT 1" 2>/dev/null)
+			[ -n "$pid" ] || return
+			as_root kill -9 "$pid" 2>/dev/null || return
+			ACTIONS[kill]=$((ACTIONS[kill] + 1))
+			wait_ready || return
+			;;
+	esac
+}
+
+# Drop what interrupted concurrent builds and reindexes left: invalid indexes and the third index.
+drop_leftovers() {
+	local idx
+	for idx in $(sql "SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+		WHERE i.indrelid = 'conc_rows'::regclass AND (NOT i.indisvalid OR c.relname = 'conc_rows_kt')"); do
+		sql "DROP INDEX $idx" >/dev/null
+	done
+}
+
+for MODE in $SOAK_MODES; do
+	start_cluster "$WORK/$MODE" "$MODE" "autovacuum = off" "restart_after_crash = on"
+	LOG=$WORK/$MODE/server.log
+	MAINT_LOG=$WORK/$MODE-maintenance.log
+	export PGOPTIONS="-c statement_timeout=10min"
+	sql <"$SCRIPTS/setup.sql" >"$WORK/$MODE-setup.out" 2>&1
+	tap_result $? "$MODE: setup: ~50k rows, pmhash indexes on k and t"
+	declare -A ACTIONS=([vacuum]=0 [reindex]=0 [build]=0 [kill]=0)
+	NEXT_ACTION=-1
+	deadline=$((SECONDS + SOAK_SECONDS))
+	runs=0
+	while [ "$SECONDS" -lt "$deadline" ]; do
+		start_workload $((deadline - SECONDS))
+		runs=$((runs + 1))
+		while kill -0 "$WORKLOAD_PID" 2>/dev/null && [ "$SECONDS" -lt "$deadline" ]; do
+			sleep $((2 + RANDOM % 5))
+			[ "$SECONDS" -lt "$deadline" ] && maintain
+		done
+		wait "$WORKLOAD_PID"
+		wait_ready
+	done
+	echo "# $MODE: $SOAK_SECONDS s, pgbench started $runs times, $(grep -ho 'number of transactions actually processed: [0-9]*' "$WORK/$MODE-workload.log" |
+		awk '{s += $NF} END {print s + 0}') transactions completed; VACUUM ${ACTIONS[vacuum]}, REINDEX CONCURRENTLY ${ACTIONS[reindex]}, CREATE/DROP INDEX CONCURRENTLY ${ACTIONS[build]}, kill -9 ${ACTIONS[kill]}"
+	wait_ready
+	tap_result $? "$MODE: the server accepts connections after the run"
+	drop_leftovers
+	final_vacuum
+	tap_result $? "$MODE: final VACUUM removed every dead row version"
+	for column in "k:g" "t:conc_t(g)"; do
+		compare_column "${column%%:*}" "${column#*:}"
+	done
+	check_counts conc_rows_k k
+	check_counts conc_rows_t t
+	bad=$(grep -E 'PANIC:|TRAP:|terminated by signal' "$LOG" | grep -v 'terminated by signal 9: Killed' | head -5)
+	[ -z "$bad" ]
+	tap_result $? "$MODE: no crash but the kills, no PANIC, no failed assertion in the server log"
+	[ -n "$bad" ] && echo "$bad" | sed 's/^/# /'
+	stop_cluster
+done
+echo "# $TAP_N checks, $TAP_FAILED failed"
+[ "$TAP_FAILED" = 0 ]
