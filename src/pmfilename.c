@@ -18,6 +18,8 @@
  */
 #include "postgres.h"
 
+#include <sys/stat.h>
+
 #include "utils/rel.h"
 
 #include "pmhash.h"
@@ -72,4 +74,21 @@ pmhash_parse_file_name(const char *name, Oid *db, Oid *rel, BackendId *backend)
 	else
 		return false;
 	return true;
+}
+
+/*
+ * Whether a path names a regular file itself, not a symbolic link: pmhash
+ * never follows a link out of pmhash.directory, so that whoever can write
+ * there cannot make the server map, read or change another file.  false
+ * with errno ENOENT if there is nothing there.
+ */
+bool
+pmhash_is_plain_file(const char *path)
+{
+	struct stat st;
+
+	if (lstat(path, &st) != 0)
+		return false;
+	errno = S_ISREG(st.st_mode) ? 0 : ELOOP;
+	return S_ISREG(st.st_mode);
 }

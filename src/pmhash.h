@@ -200,6 +200,7 @@ extern void pmhash_file_key(Relation index, PmhashFileKey *key);
 extern void pmhash_permanent_key(const RelFileNode *node, PmhashFileKey *key);
 extern void pmhash_file_path(const PmhashFileKey *key, char *path);
 extern bool pmhash_parse_file_name(const char *name, Oid *db, Oid *rel, BackendId *backend);
+extern bool pmhash_is_plain_file(const char *path);
 
 /* pmmeta.c */
 extern void pmhash_read_meta(Relation index, PmhashMetaData *meta, XLogRecPtr *lsn);

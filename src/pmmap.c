@@ -129,6 +129,10 @@ pmhash_map_file(PmhashLocal *ix, const char *path)
 	int			is_pmem;
 	char	   *base;
 
+	if (!pmhash_is_plain_file(path) && errno != ENOENT)
+		pmhash_raise_damaged(NameStr(ix->name),
+							 psprintf("File \"%s\" is not a regular file: pmhash does not follow symbolic links.",
+									  path));
 	/* libpmem refuses an empty file with an obscure error; a short one is damaged */
 	if (stat(path, &st) == 0 && st.st_size < PMH_HEADER_UNITS * PMH_UNIT_SIZE)
 		pmhash_raise_damaged(NameStr(ix->name),

@@ -46,10 +46,12 @@ flag_file(const char *path, XLogRecPtr redo_start)
 {
 	size_t		len;
 	int			is_pmem;
-	char	   *base = pmem_map_file(path, 0, 0, 0, &len, &is_pmem);
+	char	   *base = NULL;
 	PmhPersist	persist = {NULL, NULL, NULL, NULL};
 	uint64		flagged;
 
+	if (pmhash_is_plain_file(path))
+		base = pmem_map_file(path, 0, 0, 0, &len, &is_pmem);
 	if (base == NULL)
 		return;
 	if (pmh_header_check((PmhFileHeader *) base, len / PMH_UNIT_SIZE) == NULL &&

@@ -68,7 +68,7 @@ grow_file(PmhashShare *share, uint64 units, const char *index_name)
 	int			rc;
 
 	want = (want + step - 1) / step * step;
-	fd = OpenTransientFile(share->path, O_RDWR | PG_BINARY);
+	fd = OpenTransientFile(share->path, O_RDWR | O_NOFOLLOW | PG_BINARY);
 	if (fd < 0)
 		ereport(ERROR,
 				(errcode_for_file_access(),
@@ -171,7 +171,7 @@ trim_file(PmhashLocal *ix)
 		return;
 	}
 	keep = (last->unit + SMALL_GROWTH_UNITS - 1) / SMALL_GROWTH_UNITS * SMALL_GROWTH_UNITS;
-	fd = OpenTransientFile(share->path, O_RDWR | PG_BINARY);
+	fd = OpenTransientFile(share->path, O_RDWR | O_NOFOLLOW | PG_BINARY);
 	if (fd < 0 || ftruncate(fd, (off_t) (keep * PMH_UNIT_SIZE)) != 0)
 	{
 		if (fd >= 0)

@@ -126,7 +126,9 @@ pmhash_copy_file(const RelFileNode *from, const RelFileNode *to)
 	pmhash_permanent_key(to, &dst_key);
 	pmhash_file_path(&src_key, src);
 	pmhash_file_path(&dst_key, dst);
-	src_base = pmem_map_file(src, 0, 0, 0, &src_len, &src_pmem);
+	src_base = NULL;
+	if (pmhash_is_plain_file(src))
+		src_base = pmem_map_file(src, 0, 0, 0, &src_len, &src_pmem);
 	if (src_base == NULL)
 		return false;
 	pmhash_forget_file(&dst_key);
@@ -192,7 +194,7 @@ pmhash_create_placeholder(const RelFileNode *node)
 bool
 pmhash_read_file_header(const char *path, PmhFileHeader *hdr)
 {
-	int			fd = OpenTransientFile(path, O_RDONLY | PG_BINARY);
+	int			fd = OpenTransientFile(path, O_RDONLY | O_NOFOLLOW | PG_BINARY);
 	bool		ok;
 
 	if (fd < 0)
@@ -214,9 +216,11 @@ update_file_header(const char *path, uint64 set_bits, bool settle_creator)
 {
 	size_t		len;
 	int			is_pmem;
-	char	   *base = pmem_map_file(path, 0, 0, 0, &len, &is_pmem);
+	char	   *base = NULL;
 	PmhFileHeader *hdr;
 
+	if (pmhash_is_plain_file(path))
+		base = pmem_map_file(path, 0, 0, 0, &len, &is_pmem);
 	if (base == NULL)
 		ereport(ERROR,
 				(errcode_for_file_access(),

@@ -1,7 +1,8 @@
 # Tests of damaged pmhash index files, seen from outside the server: a
 # missing file, a damaged file header, damaged segments in the middle of the
 # file, a file copied from another index or from another build of the same
-# index, and a file truncated under a live session.  Each must give an error
+# index, a symbolic link in place of the file, and a file truncated under a
+# live session.  Each must give an error
 # naming the index (or its file) with a REINDEX hint, never a crash, and
 # REINDEX must repair the index.  The damage matrix of 006_damage does the
 # same to every part of a file with random damage.
@@ -148,7 +149,8 @@ for my $case (
 }
 
 ############################################################################
-# 4. A file copied from another index, or from another build of the same one.
+# 4. A file copied from another index, or from another build of the same
+# one, or a symbolic link in its place.
 ############################################################################
 
 {
@@ -191,6 +193,26 @@ for my $case (
 		'file of an older build');
 	check_alive($node, $mark, 'file of an older build');
 	reindex_and_check($node, 'postgres', 'gen_k', 'gen', 'k', -1, 51, 'file of an older build');
+}
+
+{
+	# A symbolic link in place of the file: never followed, even to a
+	# genuine pmhash file, and never written through.
+	my $other = index_path($node, 'postgres', 'small_k');
+	my $before = slurp_file($other);
+	my $path = change_file_offline($node, 'postgres', 't_k',
+		sub { unlink $_[0] or die "unlink: $!"; symlink($other, $_[0]) or die "symlink: $!" });
+	my $mark = mark($node);
+	my $link = damaged('t_k', qr/File "\Q$path\E" is not a regular file: pmhash does not follow symbolic links/);
+	expect_error($node, 'postgres', "$FORCE_INDEX SELECT count(*) FROM t WHERE k = 7",
+		$link, 'symbolic link: index scan');
+	expect_error($node, 'postgres', 'INSERT INTO t VALUES (30003, 7)', $link,
+		'symbolic link: INSERT');
+	ok(slurp_file($other) eq $before, 'symbolic link: the file it points to is unchanged');
+	check_alive($node, $mark, 'symbolic link');
+	reindex_and_check($node, 'postgres', 't_k', 't', 'k', -3, 1002, 'symbolic link');
+	ok(-f $other && !-l $other && slurp_file($other) eq $before,
+		'symbolic link: REINDEX removed the link, not its target');
 }
 
 ############################################################################
