@@ -22,8 +22,6 @@
  */
 #include "postgres.h"
 
-#include "access/heapam.h"
-#include "access/htup_details.h"
 #include "access/table.h"
 #include "access/xlog.h"
 #include "catalog/index.h"
@@ -41,8 +39,6 @@ typedef struct VacuumState
 	Relation	index;
 	Relation	heap;			/* opened when an unverified entry needs it */
 	BlockNumber heap_blocks;
-	AttrNumber	key_attno;		/* the indexed column, if a plain one */
-	uint32		shard_bits;		/* of the index, for canonical hashes */
 	PmhEntry   *removed;		/* removed entries of the shard, for WAL */
 	uint64		nremoved;
 	uint64		maxremoved;
@@ -59,86 +55,30 @@ tid_is_dead(void *arg, PmhTid tid)
 	return vs->callback(&ip, vs->callback_state);
 }
 
-/*
- * The hash of the key a heap tuple gives a plain column index, from a copy
- * made under the buffer lock (hashing may detoast); false if the key is
- * NULL.
- */
-static bool
-tuple_key_hash(VacuumState *vs, HeapTuple tuple, uint32 *hash)
-{
-	bool		isnull;
-	Datum		value = heap_getattr(tuple, vs->key_attno, RelationGetDescr(vs->heap), &isnull);
-
-	if (isnull)
-		return false;
-	*hash = pmh_canonical_hash(pmhash_hash_datum(vs->index, value), vs->shard_bits);
-	return true;
-}
-
-/*
- * Core callback: whether the heap does not back an unverified entry: its
- * TID lies past the end of the heap, on an unused line pointer, or on a
- * tuple whose key has another hash (the entry is a phantom of a crash whose
- * TID a later insert reused).  For an expression or partial index the key
- * is not compared.
- */
+/* Core callback: whether an unverified TID points at nothing in the heap. */
 static int
-tid_is_phantom(void *arg, uint32 hash, PmhTid tid)
+tid_is_phantom(void *arg, PmhTid tid)
 {
 	VacuumState *vs = arg;
 	BlockNumber block = pmh_tid_block(tid);
-	OffsetNumber offnum = tid.offset;
-	HeapTuple	copy = NULL;
 	Buffer		buf;
 	Page		page;
-	ItemId		lp;
 	bool		phantom;
-	uint32		key_hash;
 
 	if (vs->heap == NULL)
 	{
-		IndexInfo  *info = BuildIndexInfo(vs->index);
-
 		vs->heap = table_open(IndexGetRelation(RelationGetRelid(vs->index), false),
 							  AccessShareLock);
 		vs->heap_blocks = RelationGetNumberOfBlocks(vs->heap);
-		vs->key_attno = info->ii_Expressions == NIL && info->ii_Predicate == NIL ?
-			info->ii_IndexAttrNumbers[0] : InvalidAttrNumber;
 	}
 	if (block >= vs->heap_blocks)
 		return 1;
 	buf = ReadBuffer(vs->heap, block);
 	LockBuffer(buf, BUFFER_LOCK_SHARE);
 	page = BufferGetPage(buf);
-	phantom = offnum > PageGetMaxOffsetNumber(page) ||
-		!ItemIdIsUsed(PageGetItemId(page, offnum));
-	if (!phantom && vs->key_attno != InvalidAttrNumber)
-	{
-		/* an entry points at the root of its HOT chain, which keeps the key */
-		lp = PageGetItemId(page, offnum);
-		if (ItemIdIsRedirected(lp))
-		{
-			offnum = ItemIdGetRedirect(lp);
-			lp = PageGetItemId(page, offnum);
-		}
-		if (ItemIdIsNormal(lp))
-		{
-			HeapTupleData tuple;
-
-			tuple.t_data = (HeapTupleHeader) PageGetItem(page, lp);
-			tuple.t_len = ItemIdGetLength(lp);
-			tuple.t_tableOid = RelationGetRelid(vs->heap);
-			ItemPointerSet(&tuple.t_self, block, offnum);
-			copy = heap_copytuple(&tuple);
-		}
-	}
+	phantom = tid.offset > PageGetMaxOffsetNumber(page) ||
+		!ItemIdIsUsed(PageGetItemId(page, tid.offset));
 	UnlockReleaseBuffer(buf);
-	if (copy != NULL)
-	{
-		phantom = !tuple_key_hash(vs, copy, &key_hash) || key_hash != hash;
-		heap_freetuple(copy);
-	}
 	return phantom;
 }
 
@@ -226,7 +166,6 @@ vacuum_shards(Relation index, IndexBulkDeleteCallback callback, void *callback_s
 	vs.index = index;
 	ix = pmhash_open(index);
 	nshards = UINT32_C(1) << ix->table.shard_bits;
-	vs.shard_bits = ix->table.shard_bits;
 	pmhash_leave();
 	for (uint32 s = 0; s < nshards; s++)
 	{

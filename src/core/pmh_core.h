@@ -98,16 +98,14 @@ typedef struct PmhCounts
 
 /*
  * What a bulk delete asks about entries: dead says whether VACUUM reports a
- * TID dead; phantom, for unverified entries, whether the heap does not back
- * the entry (its TID is missing, or holds a tuple whose key has another
- * hash: the entry is a phantom of a crash whose TID was reused; 1: remove,
- * 0: keep and mark verified); removed is told of every entry removed.  Any
- * may be NULL.
+ * TID dead; phantom, for unverified entries, whether the TID is missing from
+ * the heap (1: remove, 0: keep and mark verified); removed is told of every
+ * entry removed.  Any may be NULL.
  */
 typedef struct PmhDeleteOps
 {
 	int			(*dead) (void *arg, PmhTid tid);
-	int			(*phantom) (void *arg, uint32_t hash, PmhTid tid);
+	int			(*phantom) (void *arg, PmhTid tid);
 	void		(*removed) (void *arg, uint32_t hash, PmhTid tid);
 	void	   *arg;
 } PmhDeleteOps;

@@ -182,14 +182,6 @@ test_deletes(void)
 	free_table(mt, &m);
 }
 
-/* Phantom callback: the entries numbered from *arg on, whatever their hash. */
-static int
-phantom_from(void *arg, uint32_t hash, PmhTid tid)
-{
-	(void) hash;
-	return entry_from(arg, tid);
-}
-
 /*
  * Entries changed after a recovery point are flagged unverified; lookups
  * report them, a new insert of the same entry confirms it instead of
@@ -206,7 +198,7 @@ test_unverified(void)
 	uint64_t	flagged;
 	uint64_t	live;
 	int			unverified_after = 0;
-	PmhDeleteOps ops = {NULL, phantom_from, NULL, &first_phantom};
+	PmhDeleteOps ops = {NULL, entry_from, NULL, &first_phantom};
 
 	for (uint64_t k = 0; k < 20000; k++)
 		add(mt, &m, k % 4 == 0 ? mix(k % 40) : mix(k));
