@@ -14,6 +14,8 @@
 #   FUZZ_SECONDS=3600 bash test/fuzz/run.sh   an hour
 set -u
 cd "$(dirname "$0")/../.."
+source test/lib/common.sh
+install_packages >/dev/null
 FUZZ_SECONDS=${FUZZ_SECONDS:-60}
 WORK=$(mktemp -d /tmp/pmhash-fuzz-XXXXXX)
 CLANG=${CLANG:-clang-14}
