@@ -17,6 +17,7 @@ OBJS = \
 	src/pmfuncs.o \
 	src/pmhash.o \
 	src/pminsert.o \
+	src/pmkey.o \
 	src/pmmap.o \
 	src/pmmeta.o \
 	src/pmrecovery.o \
@@ -26,6 +27,8 @@ OBJS = \
 	src/pmshmem.o \
 	src/pmspace.o \
 	src/pmstorage.o \
+	src/pmunique.o \
+	src/pmupsert.o \
 	src/pmutility.o \
 	src/pmvacuum.o \
 	src/pmvalidate.o \

@@ -26,6 +26,7 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
 #include "access/parallel.h"
 #include "access/table.h"
 #include "access/tableam.h"
@@ -36,6 +37,9 @@
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
 #include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
 #include "utils/rel.h"
 
 #include "pmhash.h"
@@ -57,6 +61,10 @@ typedef struct BuildState
 	BlockNumber heap_blocks;	/* the table's size when the build started */
 	BlockNumber blocks_seen;	/* heap blocks that gave entries so far */
 	BlockNumber last_block;
+	bool		unique;			/* a unique index: remember which tuples are dead */
+	ItemPointer dead;			/* TIDs of tuples that are not alive */
+	int			ndead;
+	int			maxdead;
 } BuildState;
 
 /* The bucket fill of a build: the fillfactor, leaving room before growth. */
@@ -168,7 +176,8 @@ flush_batch(BuildState *bs)
 			/* they fit below the build fill: insert them one by one */
 			LWLockRelease(lock);
 			for (uint64 i = from; i < start[s]; i++)
-				pmhash_insert_entry(bs->index, ix, parted[i].hash, (ItemPointer) &parted[i].tid);
+				pmhash_insert_entry(bs->index, ix, parted[i].hash, (ItemPointer) &parted[i].tid,
+									NULL, NULL);
 		}
 		if (st != PMH_OK)
 			ereport(ERROR,
@@ -186,7 +195,7 @@ flush_batch(BuildState *bs)
 /* Heap scan callback: collect the entry of one heap tuple. */
 static void
 build_callback(Relation index pg_attribute_unused(), ItemPointer tid, Datum *values,
-			   bool *isnull, bool tupleIsAlive pg_attribute_unused(), void *state)
+			   bool *isnull, bool tupleIsAlive, void *state)
 {
 	BuildState *bs = state;
 	PmhEntry   *e;
@@ -194,6 +203,16 @@ build_callback(Relation index pg_attribute_unused(), ItemPointer tid, Datum *val
 	if (isnull[0])
 		return;
 	pmhash_check_tid(bs->index, tid);
+	if (bs->unique && !tupleIsAlive)
+	{
+		if (bs->ndead == bs->maxdead)
+		{
+			bs->maxdead = Max(bs->maxdead * 2, 64);
+			bs->dead = bs->dead ? repalloc_huge(bs->dead, bs->maxdead * sizeof(ItemPointerData)) :
+				palloc_extended(bs->maxdead * sizeof(ItemPointerData), MCXT_ALLOC_HUGE);
+		}
+		bs->dead[bs->ndead++] = *tid;
+	}
 	if (bs->nentries == bs->maxentries)
 		flush_batch(bs);
 	if (ItemPointerGetBlockNumber(tid) != bs->last_block)
@@ -206,6 +225,136 @@ build_callback(Relation index pg_attribute_unused(), ItemPointer tid, Datum *val
 	memcpy(&e->tid, tid, sizeof(PmhTid));
 	e->flags = 0;
 	bs->index_tuples++;
+}
+
+/* qsort and bsearch comparator for heap TIDs. */
+static int
+tid_cmp(const void *a, const void *b)
+{
+	return ItemPointerCompare((ItemPointer) a, (ItemPointer) b);
+}
+
+/* Report two live tuples of a unique index's build with equal keys, as btree does. */
+static void
+raise_duplicated(Relation heap, Relation index, Datum key)
+{
+	Datum		values[INDEX_MAX_KEYS];
+	bool		isnull[INDEX_MAX_KEYS];
+	char	   *desc;
+
+	values[0] = key;
+	isnull[0] = false;
+	desc = BuildIndexValueDescription(index, values, isnull);
+	ereport(ERROR,
+			(errcode(ERRCODE_UNIQUE_VIOLATION),
+			 errmsg("could not create unique index \"%s\"", RelationGetRelationName(index)),
+			 desc ? errdetail("Key %s is duplicated.", desc) : 0,
+			 errtableconstraint(heap, RelationGetRelationName(index))));
+}
+
+/*
+ * Compare the keys of a run of live entries with one hash code, pair by
+ * pair (a run longer than one is rare unless keys repeat).
+ */
+static void
+check_run(PmhashKeyReader *kr, const PmhEntry *run, uint64 count, MemoryContext keys_cxt)
+{
+	Form_pg_attribute att = TupleDescAttr(RelationGetDescr(kr->index), 0);
+	Datum	   *keys = MemoryContextAlloc(keys_cxt, count * sizeof(Datum));
+	uint64		nkeys = 0;
+
+	for (uint64 i = 0; i < count; i++)
+	{
+		Datum		key;
+		MemoryContext old;
+
+		if (!pmhash_key_read(kr, (ItemPointer) &run[i].tid, SnapshotAny, &key))
+			continue;
+		for (uint64 j = 0; j < nkeys; j++)
+		{
+			if (pmhash_keys_equal(kr, keys[j], key))
+				raise_duplicated(kr->heap, kr->index, key);
+		}
+		old = MemoryContextSwitchTo(keys_cxt);
+		keys[nkeys++] = datumCopy(key, att->attbyval, att->attlen);
+		MemoryContextSwitchTo(old);
+	}
+	MemoryContextReset(keys_cxt);
+}
+
+/*
+ * The duplicate check of a unique index's build: in each shard, the live
+ * entries (those the heap scan found alive) that share a hash code must
+ * have different keys.
+ */
+static void
+check_unique(Relation heap, Relation index, IndexInfo *info, BuildState *bs)
+{
+	PmhashKeyReader kr;
+	MemoryContext keys_cxt = AllocSetContextCreate(CurrentMemoryContext, "pmhash unique build",
+												   ALLOCSET_DEFAULT_SIZES);
+	PmhashLocal *ix = pmhash_open(index);
+	uint32		nshards = UINT32_C(1) << ix->table.shard_bits;
+	PmhEntry   *entries = NULL;
+	uint64		maxentries = 0;
+
+	pmhash_leave();
+	if (bs->ndead > 1)
+		qsort(bs->dead, bs->ndead, sizeof(ItemPointerData), tid_cmp);
+	pmhash_key_reader_begin(&kr, heap, index, info);
+	for (uint32 s = 0; s < nshards; s++)
+	{
+		LWLock	   *lock;
+		PmhSegment	seg;
+		uint64		count;
+		uint64		max_lsn;
+		uint64		live = 0;
+
+		CHECK_FOR_INTERRUPTS();
+		ix = pmhash_open(index);
+		lock = pmhash_shard_lock(ix->share, s);
+		LWLockAcquire(lock, LW_SHARED);
+		count = ix->share->shards[s].counts.entries;
+		if (count > maxentries)
+		{
+			maxentries = Max(count, 2 * maxentries);
+			entries = entries ? repalloc_huge(entries, maxentries * sizeof(PmhEntry)) :
+				palloc_extended(maxentries * sizeof(PmhEntry), MCXT_ALLOC_HUGE);
+		}
+		pmhash_shard_segment(ix, s, &seg);
+		if (seg.unit != 0)
+			count = pmh_segment_collect(&seg, entries, maxentries, &max_lsn);
+		else
+			count = 0;
+		LWLockRelease(lock);
+		pmhash_leave();
+		if (count == PMH_COLLECT_DAMAGED || count > maxentries)
+			pmhash_raise_shard_damaged(RelationGetRelationName(index), s);
+
+		/* keep the live entries, sorted by hash code */
+		for (uint64 i = 0; i < count; i++)
+		{
+			if (bs->ndead == 0 ||
+				bsearch(&entries[i].tid, bs->dead, bs->ndead, sizeof(ItemPointerData),
+						tid_cmp) == NULL)
+				entries[live++] = entries[i];
+		}
+		qsort(entries, live, sizeof(PmhEntry), pmh_entry_cmp);
+		for (uint64 i = 0; i < live;)
+		{
+			uint64		j = i + 1;
+
+			while (j < live && entries[j].hash == entries[i].hash)
+				j++;
+			if (j - i > 1)
+				check_run(&kr, &entries[i], j - i, keys_cxt);
+			i = j;
+		}
+	}
+	pmhash_key_reader_end(&kr);
+	if (entries)
+		pfree(entries);
+	MemoryContextDelete(keys_cxt);
 }
 
 /* Build the index file from the heap; returns the number of entries. */
@@ -225,11 +374,14 @@ build_index(Relation heap, Relation index, IndexInfo *indexInfo, bool transactio
 	bs.heap_blocks = RelationGetNumberOfBlocks(heap);
 	bs.last_block = InvalidBlockNumber;
 	bs.entries = palloc_extended(bs.maxentries * sizeof(PmhEntry), MCXT_ALLOC_HUGE);
+	bs.unique = indexInfo->ii_Unique;
 
 	*heap_tuples = table_index_build_scan(heap, index, indexInfo, true, true,
 										  build_callback, &bs, NULL);
 	flush_batch(&bs);
 	pfree(bs.entries);
+	if (bs.unique)
+		check_unique(heap, index, indexInfo, &bs);
 
 	ix = pmhash_open(index);
 	pmhash_finish_deferred(ix);
@@ -246,6 +398,12 @@ pmhashbuild(Relation heap, Relation index, IndexInfo *indexInfo)
 	if (RelationGetNumberOfBlocks(index) != 0)
 		elog(ERROR, "index \"%s\" already contains data", RelationGetRelationName(index));
 	pmhash_check_preloaded();
+	if (indexInfo->ii_NullsNotDistinct)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("pmhash indexes do not support NULLS NOT DISTINCT"),
+				 errdetail("A pmhash index does not store NULLs, so any number of rows may have a NULL key."),
+				 errhint("Use a btree index for a unique key that treats NULLs as equal.")));
 	result->index_tuples = build_index(heap, index, indexInfo, true, &result->heap_tuples);
 	return result;
 }

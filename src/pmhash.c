@@ -142,6 +142,7 @@ _PG_init(void)
 	shmem_startup_hook = chain_shmem_startup;
 	pmhash_xact_init();
 	pmhash_utility_init();
+	pmhash_upsert_init();
 	pmhash_fault_init();
 	register_worker();
 	pmhash_preloaded = true;
@@ -195,7 +196,7 @@ pmhash_handler(PG_FUNCTION_ARGS)
 	amroutine->amcanorder = false;
 	amroutine->amcanorderbyop = false;
 	amroutine->amcanbackward = false;
-	amroutine->amcanunique = false;
+	amroutine->amcanunique = true;
 	amroutine->amcanmulticol = false;
 	amroutine->amoptionalkey = false;
 	amroutine->amsearcharray = false;

@@ -78,6 +78,7 @@ typedef struct PmhashShardState
 {
 	PmhShardMirror mirror;		/* written under the shard lock */
 	PmhCounts	counts;			/* protected by the shard lock */
+	uint64		removals;		/* entries removed (by VACUUM); under the shard lock */
 	bool		broken;			/* recovery: the segment failed validation */
 } PmhashShardState;
 
@@ -150,6 +151,20 @@ typedef struct PmhashLocal
 	XLogRecPtr	pending_since;	/* earliest stamp among them */
 	RelFileNode node;			/* full identity for WAL records */
 } PmhashLocal;
+
+/* Reads keys of heap tuples as an index computes them (pmkey.c). */
+typedef struct PmhashKeyReader
+{
+	Relation	heap;
+	Relation	index;
+	IndexInfo  *info;
+	FmgrInfo	eq;				/* the operator class's equality function */
+	Oid			collation;
+	EState	   *estate;			/* for expression indexes, else NULL */
+	bool		owns_expressions;	/* prepared the expressions in estate */
+	TupleTableSlot *slot;
+	struct IndexFetchTableData *fetch;
+} PmhashKeyReader;
 
 /* pmhash.c */
 extern char *pmhash_directory;
@@ -253,13 +268,30 @@ extern const char *pmhash_check_attached_header(PmhashLocal *ix);
 
 /* pmshard.c */
 #define PMHASH_INSERT_BATCH		256		/* entries per INSERT record at most */
+
+/*
+ * Decides, under the shard lock and just before an insert, whether the
+ * insert may proceed (src/README, Unique indexes).
+ */
+typedef bool (*PmhashInsertGate) (void *arg, const PmhSegment *seg,
+								  const PmhashShardState *state, uint32 share_gen);
+
 extern uint32 pmhash_hash_datum(Relation index, Datum value);
 extern void pmhash_check_tid(Relation index, ItemPointer tid);
-extern void pmhash_insert_entry(Relation index, PmhashLocal *ix, uint32 hash, ItemPointer tid);
+extern bool pmhash_insert_entry(Relation index, PmhashLocal *ix, uint32 hash, ItemPointer tid,
+								PmhashInsertGate gate, void *gate_arg);
 extern void pmhash_lookup_entries(Relation index, PmhashLocal *ix, Relation heap, uint32 hash,
 							   ItemPointer *tids, int *ntids, int *maxtids);
 extern void pmhash_shard_segment(PmhashLocal *ix, uint32 shard, PmhSegment *seg);
 extern void pmhash_raise_shard_damaged(const char *index_name, uint32 shard) pg_attribute_noreturn();
+
+/* pmkey.c */
+extern void pmhash_key_reader_begin(PmhashKeyReader *kr, Relation heap, Relation index,
+									IndexInfo *info);
+extern bool pmhash_key_read(PmhashKeyReader *kr, ItemPointer tid, Snapshot snapshot, Datum *key);
+extern bool pmhash_keys_equal(PmhashKeyReader *kr, Datum a, Datum b);
+extern void pmhash_key_reader_release(PmhashKeyReader *kr);
+extern void pmhash_key_reader_end(PmhashKeyReader *kr);
 
 /* pmxlog.c */
 extern XLogRecPtr pmhash_log_create(const RelFileNode *node, uint64 generation, uint32 shard_bits,
@@ -284,6 +316,15 @@ extern void pmhash_mark_needs_rebuild(const RelFileNode *node);
 /* pmbuild.c */
 extern PmhashLocal *pmhash_open(Relation index);
 extern double pmhash_build_fill(Relation index);
+
+/* pmunique.c */
+extern bool pmhash_insert_unique(Relation index, Relation heap, IndexInfo *info, uint32 hash,
+								 Datum key, ItemPointer tid, IndexUniqueCheck check);
+extern void pmhash_check_build_unique(Relation heap, Relation index, IndexInfo *info,
+									  ItemPointer dead, int ndead);
+
+/* pmupsert.c */
+extern void pmhash_upsert_init(void);
 
 /* pmutility.c */
 extern void pmhash_utility_init(void);

@@ -12,25 +12,36 @@
  */
 #include "postgres.h"
 
+#include "utils/rel.h"
+
 #include "pmhash.h"
 
-/* aminsert: NULLs are not indexed; everything else gets one entry. */
+/*
+ * aminsert: NULLs are not indexed; everything else gets one entry, after
+ * the uniqueness check of a unique index (pmunique.c).  Returns false only
+ * if a speculative insertion may have a conflict.
+ */
 bool
 pmhashinsert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
-			 Relation heapRel pg_attribute_unused(),
-			 IndexUniqueCheck checkUnique pg_attribute_unused(),
-			 bool indexUnchanged pg_attribute_unused(),
-			 IndexInfo *indexInfo pg_attribute_unused())
+			 Relation heapRel, IndexUniqueCheck checkUnique,
+			 bool indexUnchanged pg_attribute_unused(), IndexInfo *indexInfo)
 {
 	uint32		hash;
-	PmhashLocal   *ix;
+	PmhashLocal *ix;
 
 	if (isnull[0])
-		return false;
+		return true;
 	pmhash_check_tid(index, ht_ctid);
 	hash = pmhash_hash_datum(index, values[0]);
+	if (checkUnique == UNIQUE_CHECK_YES || checkUnique == UNIQUE_CHECK_PARTIAL)
+		return pmhash_insert_unique(index, heapRel, indexInfo, hash, values[0], ht_ctid,
+									checkUnique);
+	/* only deferrable unique constraints recheck, and they must be btree indexes */
+	if (checkUnique == UNIQUE_CHECK_EXISTING)
+		elog(ERROR, "pmhash index \"%s\" cannot recheck a deferred unique constraint",
+			 RelationGetRelationName(index));
 	ix = pmhash_open(index);
-	pmhash_insert_entry(index, ix, hash, ht_ctid);
+	pmhash_insert_entry(index, ix, hash, ht_ctid, NULL, NULL);
 	pmhash_leave();
-	return false;
+	return true;
 }

@@ -108,12 +108,15 @@ raise_broken(Relation index, uint32 shard)
 }
 
 /*
- * Insert one entry, growing its shard when needed.  Its bucket is stamped
- * with the current WAL insert position; the entry is logged later, in a
- * batch.
+ * Insert one entry, growing its shard when needed, if gate (when given)
+ * admits it: the gate runs under the shard lock, just before the insert.
+ * Returns whether the entry went in (or was there already).  Its bucket is
+ * stamped with the current WAL insert position; the entry is logged later,
+ * in a batch.
  */
-void
-pmhash_insert_entry(Relation index, PmhashLocal *ix, uint32 hash, ItemPointer tid)
+bool
+pmhash_insert_entry(Relation index, PmhashLocal *ix, uint32 hash, ItemPointer tid,
+					PmhashInsertGate gate, void *gate_arg)
 {
 	uint32		shard = pmh_shard_of(hash, ix->table.shard_bits);
 	PmhashShardState *state = &ix->share->shards[shard];
@@ -126,6 +129,11 @@ pmhash_insert_entry(Relation index, PmhashLocal *ix, uint32 hash, ItemPointer ti
 	memcpy(&ptid, tid, sizeof(PmhTid));
 	LWLockAcquire(lock, LW_EXCLUSIVE);
 	pmhash_shard_segment(ix, shard, &seg);
+	if (gate != NULL && !gate(gate_arg, &seg, state, ix->share->share_gen))
+	{
+		LWLockRelease(lock);
+		return false;
+	}
 	if (ix->logged)
 		lsn = GetXLogInsertRecPtr();
 	st = pmh_table_insert(&ix->table, &seg, &state->counts, hash, ptid, lsn, PMH_INSERT_NEW, 0);
@@ -140,6 +148,7 @@ pmhash_insert_entry(Relation index, PmhashLocal *ix, uint32 hash, ItemPointer ti
 				 errmsg("pmhash index \"%s\" shard %u cannot grow further",
 						RelationGetRelationName(index), shard),
 				 errhint("Rebuild the index with more shards: ALTER INDEX ... SET (shards = N); REINDEX.")));
+	return true;
 }
 
 typedef struct TidCollector

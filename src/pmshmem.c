@@ -396,6 +396,7 @@ pmhash_share_assign(const PmhashFileKey *key, uint32 shard_bits)
 	{
 		pmh_mirror_publish(&share->shards[s].mirror, 0, 0);
 		memset(&share->shards[s].counts, 0, sizeof(PmhCounts));
+		share->shards[s].removals = 0;
 		share->shards[s].broken = false;
 	}
 	pmh_freemap_init(&share->freemap,

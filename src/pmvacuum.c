@@ -132,6 +132,8 @@ vacuum_shard(PmhashLocal *ix, uint32 shard, VacuumState *vs)
 		vs->nremoved = 0;
 		st = pmh_bulk_delete(&seg, &ops, ix->logged ? GetXLogInsertRecPtr() : 0,
 							 &ix->persist, &state->counts, &removed);
+		if (removed > 0)
+			state->removals++;
 		if (vs->nremoved > 0)
 			pmhash_log_delete(&ix->node, shard, vs->removed, vs->nremoved);
 		if (st == PMH_OK &&

@@ -1,0 +1,227 @@
+/*-------------------------------------------------------------------------
+ *
+ * pmupsert.c
+ *	  INSERT ... ON CONFLICT into tables with unique pmhash indexes.
+ *
+ * PostgreSQL 15 prepares every unique index of the target table of an
+ * INSERT ... ON CONFLICT for speculative insertion in
+ * BuildSpeculativeIndexInfo (catalog/index.c), which raises "unexpected
+ * non-btree speculative unique index" for any other access method than
+ * btree.  The executor calls it from ExecOpenIndices, which ExecInsert runs
+ * at the first row only if the result relation's indexes are not open yet.
+ * This ExecutorStart hook opens them first, for each INSERT ... ON CONFLICT
+ * whose table has a unique pmhash index, and prepares each unique index as
+ * BuildSpeculativeIndexInfo would: btree's by that function, pmhash's with
+ * the operator class's equality operator under pmhash's own strategy
+ * number.  Nothing in the catalogs or the relcache changes; why this is
+ * safe is in src/README, Unique indexes.
+ *
+ * Copyright (c) 2026, pmhash developers
+ *
+ * IDENTIFICATION
+ *	  src/pmupsert.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/stratnum.h"
+#include "access/table.h"
+#include "catalog/index.h"
+#include "catalog/indexing.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_index.h"
+#include "catalog/pg_inherits.h"
+#include "commands/defrem.h"
+#include "executor/executor.h"
+#include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/syscache.h"
+
+#include "pmhash.h"
+
+static ExecutorStart_hook_type prev_executor_start = NULL;
+
+/* The access method of a relation, from the catalog. */
+static Oid
+relation_am(Oid relid)
+{
+	HeapTuple	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	Oid			am = InvalidOid;
+
+	if (HeapTupleIsValid(tuple))
+	{
+		am = ((Form_pg_class) GETSTRUCT(tuple))->relam;
+		ReleaseSysCache(tuple);
+	}
+	return am;
+}
+
+/* Whether an index is unique, from the catalog. */
+static bool
+index_is_unique(Oid indexoid)
+{
+	HeapTuple	tuple = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(indexoid));
+	bool		unique = false;
+
+	if (HeapTupleIsValid(tuple))
+	{
+		unique = ((Form_pg_index) GETSTRUCT(tuple))->indisunique;
+		ReleaseSysCache(tuple);
+	}
+	return unique;
+}
+
+/* Whether any of these indexes is a unique pmhash index. */
+static bool
+any_unique_pmhash(List *indexoids, Oid pmhash_am)
+{
+	ListCell   *lc;
+
+	foreach(lc, indexoids)
+	{
+		if (relation_am(lfirst_oid(lc)) == pmhash_am && index_is_unique(lfirst_oid(lc)))
+			return true;
+	}
+	return false;
+}
+
+/* The indexes of a table, read from pg_index without opening the table. */
+static List *
+catalog_index_list(Oid relid)
+{
+	Relation	pg_index = table_open(IndexRelationId, AccessShareLock);
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	List	   *result = NIL;
+
+	ScanKeyInit(&key, Anum_pg_index_indrelid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(relid));
+	scan = systable_beginscan(pg_index, IndexIndrelidIndexId, true, NULL, 1, &key);
+	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
+		result = lappend_oid(result, ((Form_pg_index) GETSTRUCT(tuple))->indexrelid);
+	systable_endscan(scan);
+	table_close(pg_index, AccessShareLock);
+	return result;
+}
+
+/*
+ * Refuse ON CONFLICT through a partitioned table one of whose partitions
+ * has a unique pmhash index: the executor opens a partition's indexes when
+ * it routes the first row there, where no hook can prepare them.
+ */
+static void
+refuse_routed(Relation parent, Oid pmhash_am)
+{
+	List	   *children = find_all_inheritors(RelationGetRelid(parent), NoLock, NULL);
+	ListCell   *lc;
+
+	foreach(lc, children)
+	{
+		Oid			child = lfirst_oid(lc);
+
+		if (get_rel_relkind(child) != RELKIND_RELATION ||
+			!any_unique_pmhash(catalog_index_list(child), pmhash_am))
+			continue;
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("INSERT ... ON CONFLICT through partitioned table \"%s\" is not supported with unique pmhash indexes on its partitions",
+						RelationGetRelationName(parent)),
+				 errdetail("Partition \"%s\" has a unique pmhash index.", get_rel_name(child)),
+				 errhint("Insert into the partition itself.")));
+	}
+}
+
+/*
+ * Open a result relation's indexes and prepare its unique ones for
+ * speculative insertion, in the executor's memory.
+ */
+static void
+open_for_speculation(ResultRelInfo *rri)
+{
+	ExecOpenIndices(rri, false);
+	for (int i = 0; i < rri->ri_NumIndices; i++)
+	{
+		Relation	index = rri->ri_IndexRelationDescs[i];
+		IndexInfo  *ii = rri->ri_IndexRelationInfo[i];
+		Oid			type;
+
+		if (!ii->ii_Unique)
+			continue;
+		if (index->rd_indam->aminsert != pmhashinsert)
+		{
+			BuildSpeculativeIndexInfo(index, ii);
+			continue;
+		}
+		/* what BuildSpeculativeIndexInfo does for btree, with pmhash's strategy */
+		type = index->rd_opcintype[0];
+		ii->ii_UniqueOps = palloc(sizeof(Oid));
+		ii->ii_UniqueProcs = palloc(sizeof(Oid));
+		ii->ii_UniqueStrats = palloc(sizeof(uint16));
+		ii->ii_UniqueStrats[0] = HTEqualStrategyNumber;
+		ii->ii_UniqueOps[0] = get_opfamily_member(index->rd_opfamily[0], type, type,
+												  HTEqualStrategyNumber);
+		if (!OidIsValid(ii->ii_UniqueOps[0]))
+			elog(ERROR, "missing operator %d(%u,%u) in operator family %u",
+				 HTEqualStrategyNumber, type, type, index->rd_opfamily[0]);
+		ii->ii_UniqueProcs[0] = get_opcode(ii->ii_UniqueOps[0]);
+	}
+}
+
+/* Prepare the target of one INSERT ... ON CONFLICT, if it needs us. */
+static void
+prepare_modify(ModifyTableState *mtstate, Oid pmhash_am)
+{
+	ModifyTable *plan = (ModifyTable *) mtstate->ps.plan;
+	ResultRelInfo *rri = mtstate->resultRelInfo;
+	Relation	rel = rri->ri_RelationDesc;
+
+	if (plan->onConflictAction == ONCONFLICT_NONE || plan->operation != CMD_INSERT)
+		return;
+	if (rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
+		refuse_routed(rel, pmhash_am);
+	else if (rel->rd_rel->relhasindex && rri->ri_IndexRelationDescs == NULL &&
+			 any_unique_pmhash(RelationGetIndexList(rel), pmhash_am))
+		open_for_speculation(rri);
+}
+
+/* ExecutorStart hook: prepare INSERT ... ON CONFLICT for unique pmhash indexes. */
+static void
+pmhash_executor_start(QueryDesc *queryDesc, int eflags)
+{
+	EState	   *estate;
+	Oid			pmhash_am;
+	MemoryContext old;
+	ListCell   *lc;
+
+	if (prev_executor_start)
+		prev_executor_start(queryDesc, eflags);
+	else
+		standard_ExecutorStart(queryDesc, eflags);
+
+	if ((eflags & EXEC_FLAG_EXPLAIN_ONLY) ||
+		!(queryDesc->operation == CMD_INSERT || queryDesc->plannedstmt->hasModifyingCTE))
+		return;
+	pmhash_am = get_index_am_oid("pmhash", true);
+	if (!OidIsValid(pmhash_am))
+		return;
+	estate = queryDesc->estate;
+	old = MemoryContextSwitchTo(estate->es_query_cxt);
+	if (IsA(queryDesc->planstate, ModifyTableState))
+		prepare_modify((ModifyTableState *) queryDesc->planstate, pmhash_am);
+	foreach(lc, estate->es_auxmodifytables)
+		prepare_modify((ModifyTableState *) lfirst(lc), pmhash_am);
+	MemoryContextSwitchTo(old);
+}
+
+/* Install the ExecutorStart hook. */
+void
+pmhash_upsert_init(void)
+{
+	prev_executor_start = ExecutorStart_hook;
+	ExecutorStart_hook = pmhash_executor_start;
+}
