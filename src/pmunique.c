@@ -303,5 +303,12 @@ pmhash_insert_unique(Relation index, Relation heap, IndexInfo *info, uint32 hash
 	}
 	if (reading)
 		pmhash_key_reader_end(&kr);
+	for (int u = 0; u < 2; u++)
+	{
+		if (uc.fresh[u].tids)
+			pfree(uc.fresh[u].tids);
+		if (uc.checked[u].tids)
+			pfree(uc.checked[u].tids);
+	}
 	return unique;
 }

@@ -174,13 +174,18 @@ open_for_speculation(ResultRelInfo *rri)
 
 /* Prepare the target of one INSERT ... ON CONFLICT, if it needs us. */
 static void
-prepare_modify(ModifyTableState *mtstate, Oid pmhash_am)
+prepare_modify(ModifyTableState *mtstate)
 {
 	ModifyTable *plan = (ModifyTable *) mtstate->ps.plan;
 	ResultRelInfo *rri = mtstate->resultRelInfo;
 	Relation	rel = rri->ri_RelationDesc;
+	Oid			pmhash_am;
 
 	if (plan->onConflictAction == ONCONFLICT_NONE || plan->operation != CMD_INSERT)
+		return;
+	/* no pmhash indexes in a database without the extension */
+	pmhash_am = get_index_am_oid("pmhash", true);
+	if (!OidIsValid(pmhash_am))
 		return;
 	if (rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
 		refuse_routed(rel, pmhash_am);
@@ -194,7 +199,6 @@ static void
 pmhash_executor_start(QueryDesc *queryDesc, int eflags)
 {
 	EState	   *estate;
-	Oid			pmhash_am;
 	MemoryContext old;
 	ListCell   *lc;
 
@@ -206,15 +210,12 @@ pmhash_executor_start(QueryDesc *queryDesc, int eflags)
 	if ((eflags & EXEC_FLAG_EXPLAIN_ONLY) ||
 		!(queryDesc->operation == CMD_INSERT || queryDesc->plannedstmt->hasModifyingCTE))
 		return;
-	pmhash_am = get_index_am_oid("pmhash", true);
-	if (!OidIsValid(pmhash_am))
-		return;
 	estate = queryDesc->estate;
 	old = MemoryContextSwitchTo(estate->es_query_cxt);
 	if (IsA(queryDesc->planstate, ModifyTableState))
-		prepare_modify((ModifyTableState *) queryDesc->planstate, pmhash_am);
+		prepare_modify((ModifyTableState *) queryDesc->planstate);
 	foreach(lc, estate->es_auxmodifytables)
-		prepare_modify((ModifyTableState *) lfirst(lc), pmhash_am);
+		prepare_modify((ModifyTableState *) lfirst(lc));
 	MemoryContextSwitchTo(old);
 }
 
