@@ -61,6 +61,14 @@ REGRESS = $(sort $(patsubst %.sql,%,$(filter-out $(EXTENSION)--%, \
 	$(notdir $(wildcard $(srcdir)/sql/*.sql)))))
 REGRESS_OPTS = --inputdir=$(srcdir) --outputdir=$(CURDIR)
 
+# make installcheck then runs the isolation specs, test/isolation/specs/*.spec
+# (expected output in test/isolation/expected/), with pg_isolation_regress
+# against the same server, in a fresh database isolation_regression; results
+# and differences land in output_iso/ (results/, regression.diffs) in the
+# directory make runs in.  make installcheck-isolation runs only them.
+ISOLATION = $(sort $(basename $(notdir $(wildcard $(srcdir)/test/isolation/specs/*.spec))))
+ISOLATION_OPTS = --inputdir=$(srcdir)/test/isolation
+
 # make prove_installcheck: the TAP tests in test/t/ (PROVE_TESTS=test/t/001_files.pl
 # for one file) against the installed pmhash; they start their own clusters,
 # so need no running server, but, as initdb, refuse to run as root.  Their
@@ -93,3 +101,9 @@ core-check: test/core/test_core
 .PHONY: prove_installcheck
 prove_installcheck:
 	$(prove_installcheck)
+
+# the isolation specs alone (make installcheck runs them after REGRESS, but
+# not if a REGRESS test fails)
+.PHONY: installcheck-isolation
+installcheck-isolation:
+	$(pg_isolation_regress_installcheck) $(ISOLATION_OPTS) $(ISOLATION)
