@@ -55,21 +55,48 @@ run_suite() {
 	fi
 }
 
-# make installcheck: pg_regress over the Makefile's REGRESS (every test in
-# sql/), each counted.
-run_regress() {
-	local label=$1
-	rm -rf results regression.diffs regression.out
-	make -s installcheck PGHOST="$PGHOST" PGPORT="$PGPORT" PGUSER="$PGUSER" \
-		>"$WORK/$label.log" 2>&1
+# Record the tests of a pg_regress or pg_isolation_regress log, "test NAME
+# ... ok" or "FAILED"; $1 the label, $2 the log, $3 the exit status of make.
+# A failed make with no failed test (no server, a missing expected file)
+# counts as one failure.
+record_regress_log() {
+	local label=$1 log=$2 rc=$3 name status failed=0
 	while read -r name status; do
+		[ "$status" = ok ] || failed=1
 		record "$label: $name" "$([ "$status" = ok ] && echo 0 || echo 1)"
-	done < <(sed -nE 's/^(test| ) *([a-z0-9_]+) +\.\.\. (ok|FAILED).*/\2 \3/p' "$WORK/$label.log" |
-		sed -E 's/FAILED/failed/')
+	done < <(sed -nE 's/^(test| ) *([a-z0-9_-]+) +\.\.\. +(ok|FAILED).*/\2 \3/p' "$log")
+	if [ "$rc" != 0 ] && [ "$failed" = 0 ]; then
+		record "$label: make" 1
+		tail -20 "$log"
+	fi
+}
+
+# make installcheck: pg_regress over the Makefile's REGRESS (every test in
+# sql/), then pg_isolation_regress over its ISOLATION (every spec in
+# test/isolation/specs/), each test counted; $1 is the label of the
+# pg_regress tests, "regress-MODE", the specs are "isolation-MODE".  Run as
+# two makes, so that a failing pg_regress test does not keep the specs from
+# running.
+run_regress() {
+	local label=$1 ilabel=${1/regress/isolation} rc
+	rm -rf results regression.diffs regression.out output_iso
+	make -s installcheck ISOLATION= PGHOST="$PGHOST" PGPORT="$PGPORT" PGUSER="$PGUSER" \
+		>"$WORK/$label.log" 2>&1
+	rc=$?
+	record_regress_log "$label" "$WORK/$label.log" "$rc"
 	if [ -s regression.diffs ]; then
 		echo "---- $label: regression.diffs (first 80 lines) ----"
 		head -80 regression.diffs
 		cp regression.diffs "$WORK/$label.diffs"
+	fi
+	make -s installcheck-isolation PGHOST="$PGHOST" PGPORT="$PGPORT" PGUSER="$PGUSER" \
+		>"$WORK/$ilabel.log" 2>&1
+	rc=$?
+	record_regress_log "$ilabel" "$WORK/$ilabel.log" "$rc"
+	if [ -s output_iso/regression.diffs ]; then
+		echo "---- $ilabel: output_iso/regression.diffs (first 80 lines) ----"
+		head -80 output_iso/regression.diffs
+		cp output_iso/regression.diffs "$WORK/$ilabel.diffs"
 	fi
 }
 
