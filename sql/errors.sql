@@ -28,7 +28,7 @@ INSERT INTO er_t VALUES (0, NULL, NULL, NULL);
 CREATE INDEX er_t_k ON er_t USING pmhash (k);
 
 --
--- CREATE INDEX: unsupported index kinds and types
+-- CREATE INDEX: unsupported index kinds and types, a unique index over duplicates
 --
 CREATE UNIQUE INDEX er_bad ON er_t USING pmhash (k);
 CREATE INDEX er_bad ON er_t USING pmhash (k, id);

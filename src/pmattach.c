@@ -419,7 +419,12 @@ pmhash_open_file(Relation index)
 		if (still_attached(ix))
 		{
 			check_mapped_generation(ix);
-			return ix;
+			if (likely(!(((const volatile PmhFileHeader *) ix->base)->state &
+						 PMH_STATE_NEEDS_REBUILD)))
+				return ix;
+			/* a rebuild from the table failed after it had started the file */
+			pmhash_leave();
+			return NULL;
 		}
 		pmhash_leave();
 		if (attach(index, ix) == NEEDS_REBUILD)

@@ -137,7 +137,7 @@ flush_batch(BuildState *bs)
 		bs->created = true;
 	}
 	else
-		ix = pmhash_open(bs->index);
+		ix = pmhash_open(bs->index, NULL);
 	nshards = UINT32_C(1) << ix->table.shard_bits;
 
 	/* counting sort by shard */
@@ -177,7 +177,7 @@ flush_batch(BuildState *bs)
 			LWLockRelease(lock);
 			for (uint64 i = from; i < start[s]; i++)
 				pmhash_insert_entry(bs->index, ix, parted[i].hash, (ItemPointer) &parted[i].tid,
-									NULL, NULL);
+									PMH_INSERT_NEW, NULL, NULL);
 		}
 		if (st != PMH_OK)
 			ereport(ERROR,
@@ -293,7 +293,7 @@ check_unique(Relation heap, Relation index, IndexInfo *info, BuildState *bs)
 	PmhashKeyReader kr;
 	MemoryContext keys_cxt = AllocSetContextCreate(CurrentMemoryContext, "pmhash unique build",
 												   ALLOCSET_DEFAULT_SIZES);
-	PmhashLocal *ix = pmhash_open(index);
+	PmhashLocal *ix = pmhash_open(index, NULL);
 	uint32		nshards = UINT32_C(1) << ix->table.shard_bits;
 	PmhEntry   *entries = NULL;
 	uint64		maxentries = 0;
@@ -311,7 +311,7 @@ check_unique(Relation heap, Relation index, IndexInfo *info, BuildState *bs)
 		uint64		live = 0;
 
 		CHECK_FOR_INTERRUPTS();
-		ix = pmhash_open(index);
+		ix = pmhash_open(index, NULL);
 		lock = pmhash_shard_lock(ix->share, s);
 		LWLockAcquire(lock, LW_SHARED);
 		count = ix->share->shards[s].counts.entries;
@@ -383,7 +383,7 @@ build_index(Relation heap, Relation index, IndexInfo *indexInfo, bool transactio
 	if (bs.unique)
 		check_unique(heap, index, indexInfo, &bs);
 
-	ix = pmhash_open(index);
+	ix = pmhash_open(index, NULL);
 	pmhash_finish_deferred(ix);
 	pmhash_leave();
 	return bs.index_tuples;
@@ -411,7 +411,11 @@ pmhashbuild(Relation heap, Relation index, IndexInfo *indexInfo)
 /*
  * Rebuild, from its table, an index whose file recovery could not bring up
  * to date.  An AccessExclusiveLock on the index keeps readers and writers
- * out meanwhile; the new file is not undone if the transaction aborts.
+ * out meanwhile; the new file is not undone if the transaction aborts, but
+ * a rebuild that fails leaves it marked to be rebuilt again, never half
+ * built.  A unique index is not checked again (its rows were checked when
+ * they were inserted), so the rebuild neither waits nor fails on the
+ * tuple whose insert may have started it.
  */
 static void
 rebuild_from_table(Relation index)
@@ -421,6 +425,7 @@ rebuild_from_table(Relation index)
 	char		path[MAXPGPATH];
 	PmhFileHeader hdr;
 	Relation	heap;
+	IndexInfo  *info;
 	double		heap_tuples;
 	double		entries;
 
@@ -442,7 +447,18 @@ rebuild_from_table(Relation index)
 		return;
 	}
 	heap = table_open(heap_oid, AccessShareLock);
-	entries = build_index(heap, index, BuildIndexInfo(index), false, &heap_tuples);
+	info = BuildIndexInfo(index);
+	info->ii_Unique = false;
+	PG_TRY();
+	{
+		entries = build_index(heap, index, info, false, &heap_tuples);
+	}
+	PG_CATCH();
+	{
+		pmhash_set_file_state(path, PMH_STATE_NEEDS_REBUILD);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
 	ereport(LOG,
 			(errmsg("pmhash index \"%s\" was rebuilt from table \"%s\" with %.0f entries",
 					RelationGetRelationName(index), RelationGetRelationName(heap), entries),
@@ -454,16 +470,22 @@ rebuild_from_table(Relation index)
 /*
  * Open an index for one operation: returns its local state with this
  * backend announced as a reader, after rebuilding the index from its table
- * if recovery could not bring its file up to date.  The caller must
- * pmhash_leave() when done.
+ * if recovery could not bring its file up to date (then *rebuilt, if not
+ * NULL, is set: the rebuild holds every tuple already in the table, such
+ * as the one an insert is adding).  The caller must pmhash_leave() when
+ * done.
  */
 PmhashLocal *
-pmhash_open(Relation index)
+pmhash_open(Relation index, bool *rebuilt)
 {
-	PmhashLocal   *ix;
+	PmhashLocal *ix;
 
 	while ((ix = pmhash_open_file(index)) == NULL)
+	{
 		rebuild_from_table(index);
+		if (rebuilt)
+			*rebuilt = true;
+	}
 	return ix;
 }
 

@@ -69,7 +69,7 @@ pmhash_stats(PG_FUNCTION_ARGS)
 		elog(ERROR, "return type must be a row type");
 
 	memset(&st, 0, sizeof(st));
-	ix = pmhash_open(index);
+	ix = pmhash_open(index, NULL);
 	nshards = UINT32_C(1) << ix->table.shard_bits;
 	for (uint32 s = 0; s < nshards; s++)
 	{
@@ -277,7 +277,7 @@ pmhash_verify(PG_FUNCTION_ARGS)
 	const char *err;
 	char		msg[256];
 
-	ix = pmhash_open(index);
+	ix = pmhash_open(index, NULL);
 	/* after pmhash_open, which may have reset an unlogged index */
 	pmhash_read_meta(index, &meta, NULL);
 	file_units = pg_atomic_read_u64(&ix->share->file_units);

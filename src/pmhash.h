@@ -279,7 +279,7 @@ typedef bool (*PmhashInsertGate) (void *arg, const PmhSegment *seg,
 extern uint32 pmhash_hash_datum(Relation index, Datum value);
 extern void pmhash_check_tid(Relation index, ItemPointer tid);
 extern bool pmhash_insert_entry(Relation index, PmhashLocal *ix, uint32 hash, ItemPointer tid,
-								PmhashInsertGate gate, void *gate_arg);
+								PmhInsertMode mode, PmhashInsertGate gate, void *gate_arg);
 extern void pmhash_lookup_entries(Relation index, PmhashLocal *ix, Relation heap, uint32 hash,
 							   ItemPointer *tids, int *ntids, int *maxtids);
 extern void pmhash_shard_segment(PmhashLocal *ix, uint32 shard, PmhSegment *seg);
@@ -314,7 +314,7 @@ extern void pmhash_recovery_finish(void);
 extern void pmhash_mark_needs_rebuild(const RelFileNode *node);
 
 /* pmbuild.c */
-extern PmhashLocal *pmhash_open(Relation index);
+extern PmhashLocal *pmhash_open(Relation index, bool *rebuilt);
 extern double pmhash_build_fill(Relation index);
 
 /* pmunique.c */

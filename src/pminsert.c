@@ -28,6 +28,7 @@ pmhashinsert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
 {
 	uint32		hash;
 	PmhashLocal *ix;
+	bool		rebuilt = false;
 
 	if (isnull[0])
 		return true;
@@ -40,8 +41,10 @@ pmhashinsert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
 	if (checkUnique == UNIQUE_CHECK_EXISTING)
 		elog(ERROR, "pmhash index \"%s\" cannot recheck a deferred unique constraint",
 			 RelationGetRelationName(index));
-	ix = pmhash_open(index);
-	pmhash_insert_entry(index, ix, hash, ht_ctid, NULL, NULL);
+	ix = pmhash_open(index, &rebuilt);
+	/* a rebuild just now took the tuple's entry from the table */
+	pmhash_insert_entry(index, ix, hash, ht_ctid,
+						rebuilt ? PMH_INSERT_IF_ABSENT : PMH_INSERT_NEW, NULL, NULL);
 	pmhash_leave();
 	return true;
 }

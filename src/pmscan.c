@@ -124,7 +124,7 @@ search(IndexScanDesc scan)
 	}
 	hash = key_hash(scan, &scan->keyData[0]);
 
-	ix = pmhash_open(index);
+	ix = pmhash_open(index, NULL);
 	pmhash_lookup_entries(index, ix, scan->heapRelation, hash, &so->tids, &so->ntids, &so->maxtids);
 	pmhash_leave();
 

@@ -110,13 +110,14 @@ raise_broken(Relation index, uint32 shard)
 /*
  * Insert one entry, growing its shard when needed, if gate (when given)
  * admits it: the gate runs under the shard lock, just before the insert.
- * Returns whether the entry went in (or was there already).  Its bucket is
+ * PMH_INSERT_IF_ABSENT skips an entry already stored (after a rebuild from
+ * the table).  Returns whether the entry went in (or was there already).  Its bucket is
  * stamped with the current WAL insert position; the entry is logged later,
  * in a batch.
  */
 bool
 pmhash_insert_entry(Relation index, PmhashLocal *ix, uint32 hash, ItemPointer tid,
-					PmhashInsertGate gate, void *gate_arg)
+					PmhInsertMode mode, PmhashInsertGate gate, void *gate_arg)
 {
 	uint32		shard = pmh_shard_of(hash, ix->table.shard_bits);
 	PmhashShardState *state = &ix->share->shards[shard];
@@ -136,7 +137,7 @@ pmhash_insert_entry(Relation index, PmhashLocal *ix, uint32 hash, ItemPointer ti
 	}
 	if (ix->logged)
 		lsn = GetXLogInsertRecPtr();
-	st = pmh_table_insert(&ix->table, &seg, &state->counts, hash, ptid, lsn, PMH_INSERT_NEW, 0);
+	st = pmh_table_insert(&ix->table, &seg, &state->counts, hash, ptid, lsn, mode, 0);
 	LWLockRelease(lock);
 	if (ix->logged && (st == PMH_OK || st == PMH_PRESENT))
 		pmhash_queue_insert(ix, hash, ptid, lsn);

@@ -242,14 +242,17 @@ pmhash_insert_unique(Relation index, Relation heap, IndexInfo *info, uint32 hash
 	PmhashKeyReader kr;
 	bool		reading = false;
 	bool		unique = true;
+	bool		rebuilt = false;
 
 	memset(&uc, 0, sizeof(uc));
 	uc.hash = hash;
 	uc.self = *tid;
 	for (;;)
 	{
-		PmhashLocal *ix = pmhash_open(index);
-		bool		inserted = pmhash_insert_entry(index, ix, hash, tid, admit_unique, &uc);
+		PmhashLocal *ix = pmhash_open(index, &rebuilt);
+		bool		inserted = pmhash_insert_entry(index, ix, hash, tid,
+												   rebuilt ? PMH_INSERT_IF_ABSENT : PMH_INSERT_NEW,
+												   admit_unique, &uc);
 		TransactionId xwait = InvalidTransactionId;
 		uint32		token = 0;
 		ItemPointerData where;

@@ -166,18 +166,18 @@ vacuum_shards(Relation index, IndexBulkDeleteCallback callback, void *callback_s
 	vs.callback = callback;
 	vs.callback_state = callback_state;
 	vs.index = index;
-	ix = pmhash_open(index);
+	ix = pmhash_open(index, NULL);
 	nshards = UINT32_C(1) << ix->table.shard_bits;
 	pmhash_leave();
 	for (uint32 s = 0; s < nshards; s++)
 	{
-		ix = pmhash_open(index);
+		ix = pmhash_open(index, NULL);
 		if (callback != NULL || ix->share->shards[s].counts.unverified > 0)
 			removed += (double) vacuum_shard(ix, s, &vs);
 		pmhash_leave();
 		vacuum_delay_point();
 	}
-	ix = pmhash_open(index);
+	ix = pmhash_open(index, NULL);
 	if (ix->ndirty > 0)
 		pmhash_sync_dirty(ix);
 	*remaining = count_entries(ix);
