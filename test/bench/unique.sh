@@ -36,11 +36,12 @@
 # The floors: insert, unique pmhash <= 0.7 x unique btree per row;
 # upsert with text keys, unique pmhash >= 1.1 x unique btree in tps.
 # Writes test/bench/out/: unique.md (the summary: tables, floors, settings),
-# unique.csv (every measurement), unique.log (this output), unique-server.log
-# and unique-pgbench-*.log.
+# unique.csv (every measurement), unique-meta.txt (the run's settings),
+# unique.log (this output), unique-server.log and unique-pgbench-*.log.
 #
-#   bash test/bench/unique.sh                      full run: about 45 minutes on 2 cores
-#   ROWS=50000 UPSERT_SECONDS=5 REPS=1 bash test/bench/unique.sh    smoke run
+#   bash test/bench/unique.sh     full run: about 30 minutes on 2 cores
+#   ROWS=50000 UPSERT_SECONDS=5 REPS=1 bash test/bench/unique.sh
+#                                 smoke run: about 1.5 minutes
 #
 # Settings (environment):
 #   ROWS            rows of each table before a measurement (1000000)
