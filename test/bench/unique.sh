@@ -25,6 +25,11 @@
 #      checkpointed before each run.  Transactions per second and WAL bytes
 #      per transaction (pg_current_wal_insert_lsn() difference / transactions).
 #      As in run.sh, a 1-client run has pgbench and its backend share one CPU.
+#      The bound (index "none"): the same statement with no index and no ON
+#      CONFLICT (test/bench/sql/unique_bound_<key type>.sql), every
+#      transaction an insert: the tps that an arbiter index costing nothing
+#      could at most reach; none / btree is the highest ratio any index can
+#      show against btree on this machine.
 # Every measurement is repeated REPS times, the order of the indexes
 # alternating from one repetition to the next; the medians are reported.
 # Each insert and each upsert run is checked (test/bench/sql/unique_insert.sql
@@ -172,11 +177,14 @@ insert_one() {
 		"$RESULT_us_per_row" "$RESULT_wal_per_row"
 }
 
-# One upsert run: key type $1, index AM $2 (pmhash or btree), synchronous_commit
-# $3, $4 clients.  Rebuilds the AM's table, runs pgbench, checks the table.
+# One upsert run: key type $1, index AM $2 (pmhash, btree, or none for the
+# bound), synchronous_commit $3, $4 clients.  Rebuilds the AM's table, runs
+# pgbench, checks the table.
 upsert_one() {
 	local kt=$1 am=$2 sync=$3 clients=$4 log lsn txns failed tps wal pin="" postmaster cpu
+	local script=$SQL/unique_upsert_$kt.sql added
 	key_params "$kt"
+	[ "$am" = none ] && script=$SQL/unique_bound_$kt.sql
 	log=$OUT/unique-pgbench-$kt-$am-sync$sync-c$clients-rep$REP.log
 	run_sql unique_upsert_prepare.sql -v am="$am" -v kt="$kt" -v keytype="$KEYTYPE"
 	cpu=$(($(nproc) - 1))
@@ -188,7 +196,7 @@ upsert_one() {
 	lsn=$(bpsql -c "SELECT pg_current_wal_insert_lsn()") || die "no WAL position"
 	# shellcheck disable=SC2086
 	PGOPTIONS="-c search_path=up_$am,public -c synchronous_commit=$sync" $pin "$PG_BIN/pgbench" -n \
-		-f "$SQL/unique_upsert_$kt.sql" -D size="$ROWS" -c "$clients" -j "$clients" \
+		-f "$script" -D size="$ROWS" -c "$clients" -j "$clients" \
 		-T "$UPSERT_SECONDS" $PGBENCH_OPTS bench >"$log" 2>&1 || { cat "$log"; die "pgbench failed"; }
 	if [ -n "$pin" ]; then
 		as_root taskset -p -c "0-$cpu" "$postmaster" >/dev/null || die "taskset failed"
@@ -201,8 +209,14 @@ upsert_one() {
 	[ "${failed:-0}" = 0 ] || { cat "$log"; die "pgbench reports failed transactions"; }
 	wal=$(python3 -c "print(round($wal / $txns, 1))")
 	RESULT_inserted_share=""
-	run_sql unique_upsert_check.sql -v am="$am" -v kt="$kt" -v keyexpr="$KEYEXPR" -v n="$ROWS" \
-		-v txns="$txns"
+	if [ "$am" = none ]; then
+		added=$(bpsql -c "SELECT count(*) - $ROWS FROM up_none.u") || die "no row count"
+		[ "$added" = "$txns" ] || die "up_none.u: $added rows added, but pgbench processed $txns transactions"
+		RESULT_inserted_share=1
+	else
+		run_sql unique_upsert_check.sql -v am="$am" -v kt="$kt" -v keyexpr="$KEYEXPR" -v n="$ROWS" \
+			-v txns="$txns"
+	fi
 	[ -n "$RESULT_inserted_share" ] || die "no result from unique_upsert_check.sql"
 	record upsert "$kt" "$am" "$clients" "$sync" tps "$tps"
 	record upsert "$kt" "$am" "$clients" "$sync" wal_per_txn "$wal"
@@ -305,23 +319,29 @@ if up:
               "pgbench, INSERT ... ON CONFLICT (k) DO UPDATE with keys drawn uniformly from twice the "
               "table's %s rows, %s s per run; medians." % (meta.get("rows"), meta.get("upsert_seconds")), "",
               "| keys | synchronous_commit | clients | pmhash tps | btree tps | pmhash / btree | "
+              "bound: no-index tps | bound / btree | "
               "pmhash WAL B/txn | btree WAL B/txn | WAL pmhash / btree | inserted share | floor (text): >= 1.1 x btree |",
-              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for kt, sync, c in up:
         tp = med("upsert", kt, "pmhash", c, sync, "tps")
         tb = med("upsert", kt, "btree", c, sync, "tps")
         wp = med("upsert", kt, "pmhash", c, sync, "wal_per_txn")
         wb = med("upsert", kt, "btree", c, sync, "wal_per_txn")
         sh = med("upsert", kt, "pmhash", c, sync, "inserted_share")
+        tn = med("upsert", kt, "none", c, sync, "tps")
         r = ratio(tp, tb)
+        rn = ratio(tn, tb)
         verdict = ""
         if kt == "text":
             verdict = "met" if r is not None and r >= 1.1 else "**not met**"
-            floors.append("upsert, text keys, synchronous_commit=%s, %s client%s: pmhash / btree = %s (>= 1.1): %s"
-                          % (sync, c, "" if c == "1" else "s", fmt(r), verdict))
-        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
-            kt, sync, c, fmt(tp, 0), fmt(tb, 0), fmt(r), fmt(wp, 0), fmt(wb, 0), fmt(ratio(wp, wb)),
-            fmt(sh, 2), verdict))
+            if r is not None and r < 1.1 and rn is not None and rn < 1.1:
+                verdict += " (no index reaches it: bound %s)" % fmt(rn)
+            floors.append("upsert, text keys, synchronous_commit=%s, %s client%s: pmhash / btree = %s (>= 1.1): %s;"
+                          " bound (no index at all) / btree = %s"
+                          % (sync, c, "" if c == "1" else "s", fmt(r), verdict, fmt(rn)))
+        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            kt, sync, c, fmt(tp, 0), fmt(tb, 0), fmt(r), fmt(tn, 0), fmt(rn), fmt(wp, 0), fmt(wb, 0),
+            fmt(ratio(wp, wb)), fmt(sh, 2), verdict))
         for am in ["pmhash", "btree"]:
             s = spread("upsert", kt, am, c, sync, "tps")
             if s is not None:
@@ -391,7 +411,7 @@ main() {
 		for kt in $UPSERT_KEYS; do
 			for sync in $SYNC_COMMITS; do
 				for clients in $CLIENTS; do
-					for am in $(rotation "$REP" "pmhash btree"); do
+					for am in $(rotation "$REP" "pmhash btree none"); do
 						upsert_one "$kt" "$am" "$sync" "$clients"
 					done
 				done
