@@ -45,46 +45,6 @@ my @LOAD = map { "$scripts->{$_->[0]}\@$_->[1]" } [ insert => 5 ], [ delete => 2
 my %killed_pids;    # node name => pids of backends the test killed
 my $flagged = 0;    # recoveries that flagged unverified entries
 
-# Parent pid and state of a process, from /proc; () if it is gone.
-sub proc_stat
-{
-	my ($pid) = @_;
-	open(my $fh, '<', "/proc/$pid/stat") or return ();
-	my $stat = <$fh> // '';
-	close $fh;
-	my ($state, $ppid) = $stat =~ /\)\s+(\S)\s+(\d+)/ or return ();
-	return ($ppid, $state);
-}
-
-# Pids of the children of a process.
-sub children_of
-{
-	my ($parent) = @_;
-	opendir(my $dh, '/proc') or die "opendir /proc: $!";
-	my @pids = grep { /^\d+$/ } readdir $dh;
-	closedir $dh;
-	return grep { my ($ppid) = proc_stat($_); defined $ppid && $ppid == $parent } @pids;
-}
-
-# The pid of a node's postmaster, from postmaster.pid.
-sub postmaster_pid
-{
-	my ($node) = @_;
-	open(my $fh, '<', $node->data_dir . '/postmaster.pid') or die "postmaster.pid: $!";
-	my $pid = <$fh>;
-	close $fh;
-	chomp $pid;
-	return $pid;
-}
-
-# Whether a process still runs (zombies count as gone).
-sub running
-{
-	my ($pid) = @_;
-	my ($ppid, $state) = proc_stat($pid);
-	return defined $state && $state ne 'Z';
-}
-
 # A backend of the workload, preferably one running a statement.
 sub workload_backend
 {

@@ -559,35 +559,6 @@ sub check_all
 # Crashes.
 ############################################################################
 
-# Parent pid and state of a process, from /proc; () if it is gone.
-sub proc_stat
-{
-	my ($pid) = @_;
-	open(my $fh, '<', "/proc/$pid/stat") or return ();
-	my $stat = <$fh> // '';
-	close $fh;
-	my ($state, $ppid) = $stat =~ /\)\s+(\S)\s+(\d+)/ or return ();
-	return ($ppid, $state);
-}
-
-# Pids of the live children of a process.
-sub children_of
-{
-	my ($parent) = @_;
-	opendir(my $dh, '/proc') or die "opendir /proc: $!";
-	my @pids = grep { /^\d+$/ } readdir $dh;
-	closedir $dh;
-	return grep { my ($ppid) = proc_stat($_); defined $ppid && $ppid == $parent } @pids;
-}
-
-# Whether a process still runs (zombies count as gone).
-sub running
-{
-	my ($pid) = @_;
-	my ($ppid, $state) = proc_stat($pid);
-	return defined $state && $state ne 'Z';
-}
-
 # Crash a node by an immediate shutdown or kill -9 of its postmaster, and
 # start it again.
 sub crash
@@ -595,10 +566,7 @@ sub crash
 	my ($node, $kind) = @_;
 	if ($kind eq 'postmaster')
 	{
-		open(my $fh, '<', $node->data_dir . '/postmaster.pid') or die "postmaster.pid: $!";
-		my $pid = <$fh>;
-		close $fh;
-		chomp $pid;
+		my $pid = postmaster_pid($node);
 		my @children = children_of($pid);
 		$node->kill9;
 		# the lock file stays taken until the postmaster is reaped, not just dead

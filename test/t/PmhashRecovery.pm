@@ -18,7 +18,7 @@ our @EXPORT = qw(
   new_node new_node_from_backup pmhash_dir start_node
   create_workload_table workload_scripts start_pgbench finish_pgbench
   check_indexes check_verify check_log log_offset wait_until pmh_files
-  live_files @RT_INDEXES $VACUUM
+  live_files children_of running postmaster_pid @RT_INDEXES $VACUUM
 );
 our @EXPORT_OK = qw(scan_sql);
 
@@ -462,6 +462,47 @@ sub live_files
 				AND d.datname = current_database()});
 	}
 	return sort @files;
+}
+
+
+# Parent pid and state of a process, from /proc; () if it is gone.
+sub proc_stat
+{
+	my ($pid) = @_;
+	open(my $fh, '<', "/proc/$pid/stat") or return ();
+	my $stat = <$fh> // '';
+	close $fh;
+	my ($state, $ppid) = $stat =~ /\)\s+(\S)\s+(\d+)/ or return ();
+	return ($ppid, $state);
+}
+
+# Pids of the live children of a process.
+sub children_of
+{
+	my ($parent) = @_;
+	opendir(my $dh, '/proc') or die "opendir /proc: $!";
+	my @pids = grep { /^\d+$/ } readdir $dh;
+	closedir $dh;
+	return grep { my ($ppid) = proc_stat($_); defined $ppid && $ppid == $parent } @pids;
+}
+
+# Whether a process still runs (zombies count as gone).
+sub running
+{
+	my ($pid) = @_;
+	my ($ppid, $state) = proc_stat($pid);
+	return defined $state && $state ne 'Z';
+}
+
+# The pid of a node's postmaster, from postmaster.pid.
+sub postmaster_pid
+{
+	my ($node) = @_;
+	open(my $fh, '<', $node->data_dir . '/postmaster.pid') or die "postmaster.pid: $!";
+	my $pid = <$fh>;
+	close $fh;
+	chomp $pid;
+	return $pid;
 }
 
 1;
