@@ -84,39 +84,8 @@ WORK=""
 REP=0
 TID_VARS=""
 
-# Stop with an error message; the exit trap stops the cluster.
-die() {
-	echo "ERROR: $*" >&2
-	exit 1
-}
-
-# Stop the cluster and remove its directory, if this script started one.
-cleanup() {
-	if [ -n "$WORK" ]; then
-		stop_cluster
-		cp "$WORK/server.log" "$OUT/server.log" 2>/dev/null
-		as_root rm -rf "$WORK"
-		WORK=""
-	fi
-}
-
-# Append "key=value" to the run's metadata.
-meta() {
-	echo "$1=$2" >>"$META"
-}
-
-# Record the load averages at point $1 in the metadata and on stdout.
-record_load() {
-	local load
-	load=$(uptime | sed 's/.*load average: //')
-	meta "load_$1" "$load"
-	echo "== load averages ($1): $load"
-}
-
-# psql on the benchmark database: unaligned, quiet, stop at the first error.
-bpsql() {
-	psql -XAtq -v ON_ERROR_STOP=1 -d bench "$@"
-}
+SERVER_LOG=$OUT/server.log
+source "$BENCH/lib.sh"
 
 # Run SQL file $4 with extra psql arguments $5...; record its "RESULT metric
 # value" lines as section $1, data set $2, AM $3, repetition $REP, and show

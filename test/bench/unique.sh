@@ -87,39 +87,8 @@ INSERT_CFGS="pmhash_unique btree_unique pmhash none"
 WORK=""
 REP=0
 
-# Stop with an error message; the exit trap stops the cluster.
-die() {
-	echo "ERROR: $*" >&2
-	exit 1
-}
-
-# Stop the cluster and remove its directory, if this script started one.
-cleanup() {
-	if [ -n "$WORK" ]; then
-		stop_cluster
-		cp "$WORK/server.log" "$OUT/unique-server.log" 2>/dev/null
-		as_root rm -rf "$WORK"
-		WORK=""
-	fi
-}
-
-# Append "key=value" to the run's metadata.
-meta() {
-	echo "$1=$2" >>"$META"
-}
-
-# Record the load averages at point $1 in the metadata and on stdout.
-record_load() {
-	local load
-	load=$(uptime | sed 's/.*load average: //')
-	meta "load_$1" "$load"
-	echo "== load averages ($1): $load"
-}
-
-# psql on the benchmark database: unaligned, quiet, stop at the first error.
-bpsql() {
-	psql -XAtq -v ON_ERROR_STOP=1 -d bench "$@"
-}
+SERVER_LOG=$OUT/unique-server.log
+source "$BENCH/lib.sh"
 
 # Run SQL file $1 with psql arguments $2...; print its output's INFO lines
 # and set RESULT_<metric> for each of its "RESULT metric value" lines.
