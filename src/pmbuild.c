@@ -26,7 +26,6 @@
  */
 #include "postgres.h"
 
-#include "access/genam.h"
 #include "access/parallel.h"
 #include "access/table.h"
 #include "access/tableam.h"
@@ -238,13 +237,8 @@ tid_cmp(const void *a, const void *b)
 static void
 raise_duplicated(Relation heap, Relation index, Datum key)
 {
-	Datum		values[INDEX_MAX_KEYS];
-	bool		isnull[INDEX_MAX_KEYS];
-	char	   *desc;
+	char	   *desc = pmhash_key_description(index, key);
 
-	values[0] = key;
-	isnull[0] = false;
-	desc = BuildIndexValueDescription(index, values, isnull);
 	ereport(ERROR,
 			(errcode(ERRCODE_UNIQUE_VIOLATION),
 			 errmsg("could not create unique index \"%s\"", RelationGetRelationName(index)),

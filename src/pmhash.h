@@ -290,6 +290,7 @@ extern void pmhash_key_reader_begin(PmhashKeyReader *kr, Relation heap, Relation
 									IndexInfo *info);
 extern bool pmhash_key_read(PmhashKeyReader *kr, ItemPointer tid, Snapshot snapshot, Datum *key);
 extern bool pmhash_keys_equal(PmhashKeyReader *kr, Datum a, Datum b);
+extern char *pmhash_key_description(Relation index, Datum key);
 extern void pmhash_key_reader_release(PmhashKeyReader *kr);
 extern void pmhash_key_reader_end(PmhashKeyReader *kr);
 

@@ -14,6 +14,7 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
 #include "access/stratnum.h"
 #include "access/tableam.h"
 #include "catalog/index.h"
@@ -77,6 +78,18 @@ bool
 pmhash_keys_equal(PmhashKeyReader *kr, Datum a, Datum b)
 {
 	return DatumGetBool(FunctionCall2Coll(&kr->eq, kr->collation, a, b));
+}
+
+/* "(col)=(value)" of a key for an error's detail, or NULL if the user may not see it. */
+char *
+pmhash_key_description(Relation index, Datum key)
+{
+	Datum		values[INDEX_MAX_KEYS];
+	bool		isnull[INDEX_MAX_KEYS];
+
+	values[0] = key;
+	isnull[0] = false;
+	return BuildIndexValueDescription(index, values, isnull);
 }
 
 /* Drop the buffer pins of the last read (before waiting on a lock). */

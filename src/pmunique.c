@@ -20,7 +20,6 @@
  */
 #include "postgres.h"
 
-#include "access/genam.h"
 #include "access/tableam.h"
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
@@ -212,13 +211,8 @@ check_fresh(UniqueCheck *uc, PmhashKeyReader *kr, Datum key, TransactionId *xwai
 static void
 raise_duplicate(Relation index, Relation heap, Datum key)
 {
-	Datum		values[INDEX_MAX_KEYS];
-	bool		isnull[INDEX_MAX_KEYS];
-	char	   *desc;
+	char	   *desc = pmhash_key_description(index, key);
 
-	values[0] = key;
-	isnull[0] = false;
-	desc = BuildIndexValueDescription(index, values, isnull);
 	ereport(ERROR,
 			(errcode(ERRCODE_UNIQUE_VIOLATION),
 			 errmsg("duplicate key value violates unique constraint \"%s\"",

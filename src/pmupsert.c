@@ -45,34 +45,25 @@
 
 static ExecutorStart_hook_type prev_executor_start = NULL;
 
-/* The access method of a relation, from the catalog. */
-static Oid
-relation_am(Oid relid)
-{
-	HeapTuple	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
-	Oid			am = InvalidOid;
-
-	if (HeapTupleIsValid(tuple))
-	{
-		am = ((Form_pg_class) GETSTRUCT(tuple))->relam;
-		ReleaseSysCache(tuple);
-	}
-	return am;
-}
-
-/* Whether an index is unique, from the catalog. */
+/* Whether an index is a unique pmhash index, from the catalog. */
 static bool
-index_is_unique(Oid indexoid)
+is_unique_pmhash(Oid indexoid, Oid pmhash_am)
 {
-	HeapTuple	tuple = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(indexoid));
-	bool		unique = false;
+	HeapTuple	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(indexoid));
+	bool		result = false;
 
-	if (HeapTupleIsValid(tuple))
+	if (!HeapTupleIsValid(tuple))
+		return false;
+	if (((Form_pg_class) GETSTRUCT(tuple))->relam == pmhash_am)
 	{
-		unique = ((Form_pg_index) GETSTRUCT(tuple))->indisunique;
 		ReleaseSysCache(tuple);
+		tuple = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(indexoid));
+		if (!HeapTupleIsValid(tuple))
+			return false;
+		result = ((Form_pg_index) GETSTRUCT(tuple))->indisunique;
 	}
-	return unique;
+	ReleaseSysCache(tuple);
+	return result;
 }
 
 /* Whether any of these indexes is a unique pmhash index. */
@@ -83,7 +74,7 @@ any_unique_pmhash(List *indexoids, Oid pmhash_am)
 
 	foreach(lc, indexoids)
 	{
-		if (relation_am(lfirst_oid(lc)) == pmhash_am && index_is_unique(lfirst_oid(lc)))
+		if (is_unique_pmhash(lfirst_oid(lc), pmhash_am))
 			return true;
 	}
 	return false;
