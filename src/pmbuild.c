@@ -226,13 +226,6 @@ build_callback(Relation index pg_attribute_unused(), ItemPointer tid, Datum *val
 	bs->index_tuples++;
 }
 
-/* qsort and bsearch comparator for heap TIDs. */
-static int
-tid_cmp(const void *a, const void *b)
-{
-	return ItemPointerCompare((ItemPointer) a, (ItemPointer) b);
-}
-
 /* Report two live tuples of a unique index's build with equal keys, as btree does. */
 static void
 raise_duplicated(Relation heap, Relation index, Datum key)
@@ -294,7 +287,7 @@ check_unique(Relation heap, Relation index, IndexInfo *info, BuildState *bs)
 
 	pmhash_leave();
 	if (bs->ndead > 1)
-		qsort(bs->dead, bs->ndead, sizeof(ItemPointerData), tid_cmp);
+		qsort(bs->dead, bs->ndead, sizeof(ItemPointerData), pmhash_tid_cmp);
 	pmhash_key_reader_begin(&kr, heap, index, info);
 	for (uint32 s = 0; s < nshards; s++)
 	{
@@ -330,7 +323,7 @@ check_unique(Relation heap, Relation index, IndexInfo *info, BuildState *bs)
 		{
 			if (bs->ndead == 0 ||
 				bsearch(&entries[i].tid, bs->dead, bs->ndead, sizeof(ItemPointerData),
-						tid_cmp) == NULL)
+						pmhash_tid_cmp) == NULL)
 				entries[live++] = entries[i];
 		}
 		qsort(entries, live, sizeof(PmhEntry), pmh_entry_cmp);

@@ -276,6 +276,7 @@ extern const char *pmhash_check_attached_header(PmhashLocal *ix);
 typedef bool (*PmhashInsertGate) (void *arg, const PmhSegment *seg,
 								  const PmhashShardState *state, uint32 share_gen);
 
+extern int	pmhash_tid_cmp(const void *a, const void *b);
 extern uint32 pmhash_hash_datum(Relation index, Datum value);
 extern void pmhash_check_tid(Relation index, ItemPointer tid);
 extern bool pmhash_insert_entry(Relation index, PmhashLocal *ix, uint32 hash, ItemPointer tid,

@@ -93,13 +93,6 @@ key_hash(IndexScanDesc scan, ScanKey key)
 											key->sk_argument));
 }
 
-/* qsort comparator for heap TIDs. */
-static int
-tid_cmp(const void *a, const void *b)
-{
-	return ItemPointerCompare((ItemPointer) a, (ItemPointer) b);
-}
-
 /* Probe once and keep every matching TID, sorted and unique. */
 static void
 search(IndexScanDesc scan)
@@ -130,7 +123,7 @@ search(IndexScanDesc scan)
 
 	if (so->ntids > 1)
 	{
-		qsort(so->tids, so->ntids, sizeof(ItemPointerData), tid_cmp);
+		qsort(so->tids, so->ntids, sizeof(ItemPointerData), pmhash_tid_cmp);
 		for (int i = 0; i < so->ntids; i++)
 		{
 			if (n > 0 && ItemPointerEquals(&so->tids[n - 1], &so->tids[i]))

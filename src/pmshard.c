@@ -30,6 +30,13 @@ StaticAssertDecl(sizeof(PmhTid) == sizeof(ItemPointerData),
 StaticAssertDecl(MaxHeapTuplesPerPage <= PMH_MAX_OFFSET,
 				 "bucket slots hold heap TID offsets in 9 bits");
 
+/* qsort and bsearch comparator for heap TIDs. */
+int
+pmhash_tid_cmp(const void *a, const void *b)
+{
+	return ItemPointerCompare((ItemPointer) a, (ItemPointer) b);
+}
+
 /* 32-bit hash of an indexed value, with the index's opclass and collation. */
 uint32
 pmhash_hash_datum(Relation index, Datum value)

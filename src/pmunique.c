@@ -73,19 +73,12 @@ tidset_add(TidSet *set, const ItemPointerData *tid)
 	set->tids[set->n++] = *tid;
 }
 
-/* qsort and bsearch comparator for heap TIDs. */
-static int
-tid_cmp(const void *a, const void *b)
-{
-	return ItemPointerCompare((ItemPointer) a, (ItemPointer) b);
-}
-
 /* Whether a sorted set holds a TID. */
 static bool
 tidset_has(const TidSet *set, const ItemPointerData *tid)
 {
 	return set->n > 0 &&
-		bsearch(tid, set->tids, set->n, sizeof(ItemPointerData), tid_cmp) != NULL;
+		bsearch(tid, set->tids, set->n, sizeof(ItemPointerData), pmhash_tid_cmp) != NULL;
 }
 
 /* Forget every verdict: the shard lost entries, or a transaction ended. */
@@ -202,7 +195,7 @@ check_fresh(UniqueCheck *uc, PmhashKeyReader *kr, Datum key, TransactionId *xwai
 	for (int u = 0; u < 2; u++)
 	{
 		if (uc->checked[u].n > 1)
-			qsort(uc->checked[u].tids, uc->checked[u].n, sizeof(ItemPointerData), tid_cmp);
+			qsort(uc->checked[u].tids, uc->checked[u].n, sizeof(ItemPointerData), pmhash_tid_cmp);
 	}
 	return verdict;
 }
