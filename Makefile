@@ -3,7 +3,6 @@
 PG_CONFIG ?= pg_config
 
 EXTENSION = pmhash
-EXTVERSION = 0.1
 
 MODULE_big = pmhash
 OBJS = \
@@ -46,7 +45,9 @@ OBJS = \
 	src/core/pmh_table.o \
 	src/core/pmh_verify.o
 
-DATA = sql/$(EXTENSION)--$(EXTVERSION).sql
+# the install script of the first version and one update script per later
+# version: CREATE EXTENSION runs the chain, as for contrib modules
+DATA = $(patsubst $(srcdir)/%,%,$(wildcard $(srcdir)/sql/$(EXTENSION)--*.sql))
 PGFILEDESC = "pmhash - persistent hash index access method"
 
 # PostgreSQL's headers as system headers: -Wextra is for our code, not theirs

@@ -275,26 +275,32 @@ FROM unnest(ARRAY[
 
 -- Broken user classes fail amvalidate; a correct one passes.
 CREATE OPERATOR CLASS oc_good_ops FOR TYPE int4 USING pmhash AS
-  OPERATOR 1 = (int4, int4), FUNCTION 1 hashint4(int4);
+  OPERATOR 3 = (int4, int4), FUNCTION 1 hashint4(int4);
 -- hash function of the wrong type
 CREATE OPERATOR CLASS oc_wrong_hash_ops FOR TYPE int4 USING pmhash AS
-  OPERATOR 1 = (int4, int4), FUNCTION 1 hashtext(text);
+  OPERATOR 3 = (int4, int4), FUNCTION 1 hashtext(text);
 -- hash function with two arguments (an extended hash function)
 CREATE OPERATOR CLASS oc_two_arg_ops FOR TYPE int8 USING pmhash AS
-  OPERATOR 1 = (int8, int8), FUNCTION 1 (int8, int8) hashint8extended(int8, int8);
+  OPERATOR 3 = (int8, int8), FUNCTION 1 (int8, int8) hashint8extended(int8, int8);
 -- a cross-type operator whose right type has no hash function in the family
 CREATE OPERATOR FAMILY oc_partial_fam USING pmhash;
 CREATE OPERATOR CLASS oc_partial_ops FOR TYPE int4 USING pmhash FAMILY oc_partial_fam AS
-  OPERATOR 1 = (int4, int4), FUNCTION 1 hashint4(int4);
-ALTER OPERATOR FAMILY oc_partial_fam USING pmhash ADD OPERATOR 1 = (int4, int8);
+  OPERATOR 3 = (int4, int4), FUNCTION 1 hashint4(int4);
+ALTER OPERATOR FAMILY oc_partial_fam USING pmhash ADD OPERATOR 3 = (int4, int8);
 -- a class without a hash function at all
-CREATE OPERATOR CLASS oc_no_hash_ops FOR TYPE int2 USING pmhash AS OPERATOR 1 = (int2, int2);
+CREATE OPERATOR CLASS oc_no_hash_ops FOR TYPE int2 USING pmhash AS OPERATOR 3 = (int2, int2);
 -- a class whose operator is not an equality of the class's type
 CREATE OPERATOR CLASS oc_other_type_ops FOR TYPE oid USING pmhash AS
-  OPERATOR 1 = (int4, int4), FUNCTION 1 hashoid(oid), FUNCTION 1 (int4, int4) hashint4(int4);
--- strategy numbers other than 1 are rejected outright
+  OPERATOR 3 = (int4, int4), FUNCTION 1 hashoid(oid), FUNCTION 1 (int4, int4) hashint4(int4);
+-- equality is number 3 (btree's); number 1, version 0.1's, is still valid
+CREATE OPERATOR CLASS oc_numbered_0_1_ops FOR TYPE int4 USING pmhash AS
+  OPERATOR 1 = (int4, int4), FUNCTION 1 hashint4(int4);
+-- other operator numbers are rejected outright
 CREATE OPERATOR CLASS oc_strategy_ops FOR TYPE int4 USING pmhash AS
   OPERATOR 2 = (int4, int4), FUNCTION 1 hashint4(int4);
+CREATE OPERATOR CLASS oc_strategy_ops FOR TYPE int4 USING pmhash AS
+  OPERATOR 4 = (int4, int4), FUNCTION 1 hashint4(int4);
+ALTER OPERATOR FAMILY oc_partial_fam USING pmhash ADD OPERATOR 2 = (int4, int2);
 SELECT c.opcname, amvalidate(c.oid)
 FROM pg_opclass c JOIN pg_am a ON a.oid = c.opcmethod
 WHERE a.amname = 'pmhash' AND c.opcname LIKE 'oc\_%'

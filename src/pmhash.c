@@ -190,7 +190,7 @@ pmhash_handler(PG_FUNCTION_ARGS)
 
 	pmhash_check_preloaded();
 
-	amroutine->amstrategies = 1;
+	amroutine->amstrategies = PMHASH_EQUAL_STRATEGY;
 	amroutine->amsupport = 1;
 	amroutine->amoptsprocnum = 0;
 	amroutine->amcanorder = false;
@@ -221,7 +221,7 @@ pmhash_handler(PG_FUNCTION_ARGS)
 	amroutine->amproperty = NULL;
 	amroutine->ambuildphasename = NULL;
 	amroutine->amvalidate = pmhashvalidate;
-	amroutine->amadjustmembers = NULL;
+	amroutine->amadjustmembers = pmhashadjustmembers;
 	amroutine->ambeginscan = pmhashbeginscan;
 	amroutine->amrescan = pmhashrescan;
 	amroutine->amgettuple = pmhashgettuple;

@@ -62,6 +62,10 @@ typedef struct PmhashOptions
 	int			fillfactor;		/* percent of bucket slots a build fills */
 } PmhashOptions;
 
+/* equality's operator number: btree's since 0.2, 1 in 0.1 (pmvalidate.c) */
+#define PMHASH_EQUAL_STRATEGY		3
+#define PMHASH_EQUAL_STRATEGY_0_1	1
+
 #define PMHASH_DEFAULT_FILLFACTOR	75	/* as for hash indexes */
 #define PMHASH_MIN_FILLFACTOR		10
 
@@ -359,6 +363,11 @@ extern void pmhashcostestimate(PlannerInfo *root, IndexPath *path, double loop_c
 							   Selectivity *indexSelectivity, double *indexCorrelation,
 							   double *indexPages);
 extern bytea *pmhashoptions(Datum reloptions, bool validate);
+extern bool pmhash_is_equal_strategy(int strategy);
+extern Oid	pmhash_equality_operator(Oid opfamily, Oid lefttype, Oid righttype,
+									 StrategyNumber *strategy);
+extern void pmhashadjustmembers(Oid opfamilyoid, Oid opclassoid, List *operators,
+								List *functions);
 extern bool pmhashvalidate(Oid opclassoid);
 extern IndexScanDesc pmhashbeginscan(Relation index, int nkeys, int norderbys);
 extern void pmhashrescan(IndexScanDesc scan, ScanKey keys, int nkeys,

@@ -15,7 +15,6 @@
 #include "postgres.h"
 
 #include "access/genam.h"
-#include "access/stratnum.h"
 #include "access/tableam.h"
 #include "catalog/index.h"
 #include "executor/executor.h"
@@ -30,11 +29,12 @@ pmhash_key_reader_begin(PmhashKeyReader *kr, Relation heap, Relation index, Inde
 {
 	Oid			opfamily = index->rd_opfamily[0];
 	Oid			type = index->rd_opcintype[0];
-	Oid			eq = get_opfamily_member(opfamily, type, type, HTEqualStrategyNumber);
+	StrategyNumber strategy;
+	Oid			eq = pmhash_equality_operator(opfamily, type, type, &strategy);
 
 	if (!OidIsValid(eq))
-		elog(ERROR, "missing operator %d(%u,%u) in operator family %u of index \"%s\"",
-			 HTEqualStrategyNumber, type, type, opfamily, RelationGetRelationName(index));
+		elog(ERROR, "missing equality operator (%u,%u) in operator family %u of index \"%s\"",
+			 type, type, opfamily, RelationGetRelationName(index));
 	kr->heap = heap;
 	kr->index = index;
 	kr->info = info;

@@ -153,12 +153,11 @@ open_for_speculation(ResultRelInfo *rri)
 		ii->ii_UniqueOps = palloc(sizeof(Oid));
 		ii->ii_UniqueProcs = palloc(sizeof(Oid));
 		ii->ii_UniqueStrats = palloc(sizeof(uint16));
-		ii->ii_UniqueStrats[0] = HTEqualStrategyNumber;
-		ii->ii_UniqueOps[0] = get_opfamily_member(index->rd_opfamily[0], type, type,
-												  HTEqualStrategyNumber);
+		ii->ii_UniqueOps[0] = pmhash_equality_operator(index->rd_opfamily[0], type, type,
+													   &ii->ii_UniqueStrats[0]);
 		if (!OidIsValid(ii->ii_UniqueOps[0]))
-			elog(ERROR, "missing operator %d(%u,%u) in operator family %u",
-				 HTEqualStrategyNumber, type, type, index->rd_opfamily[0]);
+			elog(ERROR, "missing equality operator (%u,%u) in operator family %u",
+				 type, type, index->rd_opfamily[0]);
 		ii->ii_UniqueProcs[0] = get_opcode(ii->ii_UniqueOps[0]);
 	}
 }

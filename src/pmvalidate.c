@@ -1,9 +1,17 @@
 /*-------------------------------------------------------------------------
  *
  * pmvalidate.c
- *	  Validation of pmhash operator classes and families.
+ *	  Operator classes and families of pmhash: their validation, the
+ *	  strategy numbers they may use, and the lookup of their equality.
  *
- * A family is valid when every operator is strategy 1, a boolean search
+ * Equality is strategy 3 (PMHASH_EQUAL_STRATEGY), btree's number, because
+ * code of PostgreSQL 15 that looks up the equality of any unique index
+ * (logical replication's apply worker) asks for btree's number.  Version
+ * 0.1 of the extension numbered it 1 (PMHASH_EQUAL_STRATEGY_0_1); its
+ * families keep working until ALTER EXTENSION pmhash UPDATE renumbers them,
+ * so both numbers are accepted and the lookup tries 3 first.
+ *
+ * A family is valid when every operator is equality, a boolean search
  * operator whose input types both have a hash function (support function 1)
  * in the family, and every support function hashes one value of its type to
  * an int4.  The hash function may take a type with the same representation
@@ -19,6 +27,7 @@
  */
 #include "postgres.h"
 
+#include "access/amapi.h"
 #include "access/amvalidate.h"
 #include "access/htup_details.h"
 #include "catalog/pg_amop.h"
@@ -79,6 +88,51 @@ opfamily_name(Oid opfamilyoid)
 	return name;
 }
 
+/* Whether a strategy number means equality (in this version or in 0.1). */
+bool
+pmhash_is_equal_strategy(int strategy)
+{
+	return strategy == PMHASH_EQUAL_STRATEGY || strategy == PMHASH_EQUAL_STRATEGY_0_1;
+}
+
+/*
+ * The equality operator of a family for two types, and its strategy
+ * number; InvalidOid if the family has none.
+ */
+Oid
+pmhash_equality_operator(Oid opfamily, Oid lefttype, Oid righttype, StrategyNumber *strategy)
+{
+	Oid			eq;
+
+	*strategy = PMHASH_EQUAL_STRATEGY;
+	eq = get_opfamily_member(opfamily, lefttype, righttype, *strategy);
+	if (OidIsValid(eq))
+		return eq;
+	*strategy = PMHASH_EQUAL_STRATEGY_0_1;
+	return get_opfamily_member(opfamily, lefttype, righttype, *strategy);
+}
+
+/* amadjustmembers: refuse operators that are not equality. */
+void
+pmhashadjustmembers(Oid opfamilyoid pg_attribute_unused(),
+					Oid opclassoid pg_attribute_unused(),
+					List *operators, List *functions pg_attribute_unused())
+{
+	ListCell   *lc;
+
+	foreach(lc, operators)
+	{
+		OpFamilyMember *op = (OpFamilyMember *) lfirst(lc);
+
+		if (!pmhash_is_equal_strategy(op->number))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+					 errmsg("invalid operator number %d for access method pmhash", op->number),
+					 errhint("pmhash indexes support only equality, operator number %d.",
+							 PMHASH_EQUAL_STRATEGY)));
+	}
+}
+
 /* amvalidate */
 bool
 pmhashvalidate(Oid opclassoid)
@@ -136,7 +190,8 @@ pmhashvalidate(Oid opclassoid)
 	{
 		Form_pg_amop oprform = (Form_pg_amop) GETSTRUCT(&oprlist->members[i]->tuple);
 
-		if (oprform->amopstrategy != 1 || oprform->amoppurpose != AMOP_SEARCH)
+		if (!pmhash_is_equal_strategy(oprform->amopstrategy) ||
+			oprform->amoppurpose != AMOP_SEARCH)
 		{
 			ereport(INFO,
 					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),

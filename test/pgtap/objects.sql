@@ -5,8 +5,8 @@ BEGIN;
 SELECT plan(24);
 
 SELECT has_extension('pmhash', 'extension pmhash is installed');
-SELECT is((SELECT extversion FROM pg_extension WHERE extname = 'pmhash'), '0.1',
-	'extension version is 0.1');
+SELECT is((SELECT extversion FROM pg_extension WHERE extname = 'pmhash'), '0.2',
+	'extension version is 0.2, the control file''s default');
 SELECT is((SELECT count(*) FROM pg_depend
 		   WHERE refclassid = 'pg_extension'::regclass AND deptype = 'e'
 			 AND refobjid = (SELECT oid FROM pg_extension WHERE extname = 'pmhash')),
@@ -65,11 +65,11 @@ SELECT bag_eq(
 	$$SELECT f.opfname::text, o.amopopr::regoperator::text, o.amopstrategy, o.amoppurpose::text
 	  FROM pg_amop o JOIN pg_opfamily f ON f.oid = o.amopfamily JOIN pg_am a ON a.oid = f.opfmethod
 	  WHERE a.amname = 'pmhash'$$,
-	$$SELECT f.opfname::text, o.amopopr::regoperator::text, o.amopstrategy, o.amoppurpose::text
+	$$SELECT f.opfname::text, o.amopopr::regoperator::text, 3::int2, o.amoppurpose::text
 	  FROM pg_amop o JOIN pg_opfamily f ON f.oid = o.amopfamily JOIN pg_am a ON a.oid = f.opfmethod
 	  WHERE a.amname = 'hash'
 		AND EXISTS (SELECT FROM pg_opclass c WHERE c.opcfamily = f.oid AND c.opcdefault)$$,
-	'pmhash families hold the same operators as core''s, cross-type ones included');
+	'pmhash families hold the same operators as core''s, cross-type ones included, as number 3 (btree''s equality)');
 SELECT bag_eq(
 	$$SELECT f.opfname::text, p.amproclefttype::regtype::text, p.amprocnum, p.amproc::regprocedure::text
 	  FROM pg_amproc p JOIN pg_opfamily f ON f.oid = p.amprocfamily JOIN pg_am a ON a.oid = f.opfmethod
