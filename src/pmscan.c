@@ -8,6 +8,13 @@
  * are sorted and de-duplicated.  Only hash codes are stored, so every match
  * is rechecked against the heap tuple.
  *
+ * The executor does that recheck, but PostgreSQL 15's logical replication
+ * apply worker (RelationFindReplTupleByIndex) takes the first tuple an
+ * index scan returns and ignores xs_recheck: a key sharing the hash code
+ * would make it update or delete the wrong row.  In an apply worker a scan
+ * therefore compares each candidate's key itself (pmkey.c) and returns only
+ * rows whose key is equal.
+ *
  * Copyright (c) 2026, pmhash developers
  *
  * IDENTIFICATION
@@ -19,9 +26,12 @@
 
 #include "access/relscan.h"
 #include "nodes/tidbitmap.h"
+#include "catalog/index.h"
 #include "pgstat.h"
+#include "replication/logicalworker.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/snapmgr.h"
 
 #include "pmhash.h"
 
@@ -34,6 +44,9 @@ typedef struct PmhScanOpaqueData
 	bool		searched;
 	Oid			cross_type;		/* type whose hash function cross_proc is */
 	FmgrInfo	cross_proc;
+	bool		compare_keys;	/* return only rows whose key is equal */
+	bool		reading_keys;	/* reader begun */
+	PmhashKeyReader reader;
 } PmhScanOpaqueData;
 
 typedef PmhScanOpaqueData *PmhScanOpaque;
@@ -47,6 +60,7 @@ pmhashbeginscan(Relation index, int nkeys, int norderbys)
 
 	so->maxtids = 64;
 	so->tids = palloc(so->maxtids * sizeof(ItemPointerData));
+	so->compare_keys = IsLogicalWorker();
 	scan->opaque = so;
 	return scan;
 }
@@ -134,6 +148,30 @@ search(IndexScanDesc scan)
 	}
 }
 
+/*
+ * Whether the row a candidate TID points to has a key equal to the scan
+ * key's argument.  The row's HOT chain shares one key, so any member
+ * (SnapshotAny) tells; a chain with no tuple left matches nothing.
+ */
+static bool
+key_matches(IndexScanDesc scan, ItemPointer tid)
+{
+	PmhScanOpaque so = (PmhScanOpaque) scan->opaque;
+	ScanKey		key = &scan->keyData[0];
+	Datum		row_key;
+
+	if (!so->reading_keys)
+	{
+		pmhash_key_reader_begin(&so->reader, scan->heapRelation, scan->indexRelation,
+								BuildIndexInfo(scan->indexRelation));
+		so->reading_keys = true;
+	}
+	if (!pmhash_key_read(&so->reader, tid, SnapshotAny, &row_key))
+		return false;
+	return DatumGetBool(FunctionCall2Coll(&key->sk_func, key->sk_collation,
+										  row_key, key->sk_argument));
+}
+
 /* amgettuple */
 bool
 pmhashgettuple(IndexScanDesc scan, ScanDirection dir pg_attribute_unused())
@@ -142,11 +180,17 @@ pmhashgettuple(IndexScanDesc scan, ScanDirection dir pg_attribute_unused())
 
 	if (!so->searched)
 		search(scan);
-	if (so->next >= so->ntids)
-		return false;
-	scan->xs_heaptid = so->tids[so->next++];
-	scan->xs_recheck = true;
-	return true;
+	while (so->next < so->ntids)
+	{
+		ItemPointer tid = &so->tids[so->next++];
+
+		if (so->compare_keys && !key_matches(scan, tid))
+			continue;
+		scan->xs_heaptid = *tid;
+		scan->xs_recheck = true;
+		return true;
+	}
+	return false;
 }
 
 /* amgetbitmap */
@@ -167,6 +211,8 @@ pmhashendscan(IndexScanDesc scan)
 {
 	PmhScanOpaque so = (PmhScanOpaque) scan->opaque;
 
+	if (so->reading_keys)
+		pmhash_key_reader_end(&so->reader);
 	pfree(so->tids);
 	pfree(so);
 }
