@@ -22,6 +22,7 @@ OBJS = \
 	src/pmrecovery.o \
 	src/pmredo.o \
 	src/pmscan.o \
+	src/pmshadow.o \
 	src/pmshard.o \
 	src/pmshmem.o \
 	src/pmspace.o \

@@ -30,6 +30,7 @@ char	   *pmhash_directory = NULL;
 int			pmhash_max_indexes = 128;
 int			pmhash_max_shards = 131072;
 int			pmhash_shard_locks = 1024;
+bool		pmhash_os_crash_shadows = false;
 bool		pmhash_preloaded = false;
 
 static relopt_kind pmhash_relopt_kind;
@@ -54,6 +55,8 @@ chain_shmem_startup(void)
 	if (prev_shmem_startup_hook)
 		prev_shmem_startup_hook();
 	pmhash_shmem_startup();
+	if (!IsUnderPostmaster)
+		pmhash_recovery_after_crash();
 }
 
 /* Define the configuration parameters. */
@@ -93,6 +96,16 @@ define_gucs(void)
 							PGC_POSTMASTER,
 							0,
 							NULL, NULL, NULL);
+	DefineCustomBoolVariable("pmhash.os_crash_shadows",
+							 "Test only: keeps beside each index file on an ordinary file system a copy "
+							 "of what pmhash synced, for simulated operating system crashes.",
+							 "Every sync also writes the synced range into \"<file>.shadow\"; "
+							 "see src/README, What each path survives.",
+							 &pmhash_os_crash_shadows,
+							 false,
+							 PGC_POSTMASTER,
+							 GUC_NOT_IN_SAMPLE | GUC_SUPERUSER_ONLY,
+							 NULL, NULL, NULL);
 	MarkGUCPrefixReserved("pmhash");
 }
 

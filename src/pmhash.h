@@ -164,7 +164,8 @@ typedef struct PmhashKeyReader
 	IndexInfo  *info;
 	FmgrInfo	eq;				/* the operator class's equality function */
 	Oid			collation;
-	EState	   *estate;			/* for expression indexes, else NULL */
+	EState	   *estate;			/* for expressions and predicates, else NULL */
+	ExprState  *predicate;		/* a partial index's, once prepared */
 	bool		owns_expressions;	/* prepared the expressions in estate */
 	TupleTableSlot *slot;
 	struct IndexFetchTableData *fetch;
@@ -175,6 +176,7 @@ extern char *pmhash_directory;
 extern int	pmhash_max_indexes;
 extern int	pmhash_max_shards;
 extern int	pmhash_shard_locks;
+extern bool pmhash_os_crash_shadows;
 extern bool pmhash_preloaded;
 extern void pmhash_check_preloaded(void);
 extern Datum pmhash_handler(PG_FUNCTION_ARGS);
@@ -196,6 +198,8 @@ extern PmhashShare *pmhash_share_assign(const PmhashFileKey *key, uint32 shard_b
 extern void pmhash_share_release(PmhashShare *share);
 extern void pmhash_forget_file(const PmhashFileKey *key);
 extern uint64 pmhash_forget_counter(void);
+extern void pmhash_set_flagged_from(XLogRecPtr position);
+extern XLogRecPtr pmhash_flagged_from(void);
 extern uint64 pmhash_retire_epoch(void);
 extern void pmhash_wait_for_readers(uint64 epoch);
 extern bool pmhash_readers_done(uint64 epoch);
@@ -220,6 +224,10 @@ extern void pmhash_permanent_key(const RelFileNode *node, PmhashFileKey *key);
 extern void pmhash_file_path(const PmhashFileKey *key, char *path);
 extern bool pmhash_parse_file_name(const char *name, Oid *db, Oid *rel, BackendId *backend);
 extern bool pmhash_is_plain_file(const char *path);
+
+/* pmshadow.c */
+extern void pmhash_shadow_synced(const char *path, const char *base, uint64 offset, uint64 len);
+extern void pmhash_shadow_forget(const char *path);
 
 /* pmmeta.c */
 extern void pmhash_read_meta(Relation index, PmhashMetaData *meta, XLogRecPtr *lsn);
@@ -294,6 +302,8 @@ extern void pmhash_raise_shard_damaged(const char *index_name, uint32 shard) pg_
 extern void pmhash_key_reader_begin(PmhashKeyReader *kr, Relation heap, Relation index,
 									IndexInfo *info);
 extern bool pmhash_key_read(PmhashKeyReader *kr, ItemPointer tid, Snapshot snapshot, Datum *key);
+extern bool pmhash_key_contradicts(PmhashKeyReader *kr, ItemPointer tid, uint32 hash,
+								   uint32 shard_bits);
 extern bool pmhash_keys_equal(PmhashKeyReader *kr, Datum a, Datum b);
 extern char *pmhash_key_description(Relation index, Datum key);
 extern void pmhash_key_reader_release(PmhashKeyReader *kr);
@@ -316,6 +326,7 @@ extern void pmhash_wal_register(void);
 
 /* pmrecovery.c */
 extern void pmhash_recovery_flag_files(XLogRecPtr redo_start, bool distrust);
+extern void pmhash_recovery_after_crash(void);
 extern void pmhash_recovery_finish(void);
 extern void pmhash_mark_needs_rebuild(const RelFileNode *node);
 

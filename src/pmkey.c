@@ -20,6 +20,7 @@
 #include "executor/executor.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/snapmgr.h"
 
 #include "pmhash.h"
 
@@ -40,11 +41,38 @@ pmhash_key_reader_begin(PmhashKeyReader *kr, Relation heap, Relation index, Inde
 	kr->info = info;
 	fmgr_info(get_opcode(eq), &kr->eq);
 	kr->collation = index->rd_indcollation[0];
-	kr->estate = info->ii_Expressions != NIL ? CreateExecutorState() : NULL;
+	kr->estate = info->ii_Expressions != NIL || info->ii_Predicate != NIL ?
+		CreateExecutorState() : NULL;
+	kr->predicate = NULL;
 	/* expression states prepared in our executor state die with it */
 	kr->owns_expressions = info->ii_Expressions != NIL && info->ii_ExpressionsState == NIL;
 	kr->slot = table_slot_create(heap, NULL);
 	kr->fetch = table_index_fetch_begin(heap);
+}
+
+/*
+ * Fetch the first tuple of a HOT chain that snapshot accepts and form its
+ * index key; false if there is none.
+ */
+static bool
+read_row(PmhashKeyReader *kr, ItemPointer tid, Snapshot snapshot, Datum *key, bool *isnull)
+{
+	ItemPointerData htid = *tid;
+	bool		call_again = false;
+	bool		all_dead;
+	Datum		values[INDEX_MAX_KEYS];
+	bool		nulls[INDEX_MAX_KEYS];
+
+	if (kr->estate != NULL)
+		ResetPerTupleExprContext(kr->estate);
+	if (!table_index_fetch_tuple(kr->fetch, &htid, snapshot, kr->slot, &call_again, &all_dead))
+		return false;
+	if (kr->estate != NULL)
+		GetPerTupleExprContext(kr->estate)->ecxt_scantuple = kr->slot;
+	FormIndexDatum(kr->info, kr->slot, kr->estate, values, nulls);
+	*key = values[0];
+	*isnull = nulls[0];
+	return true;
 }
 
 /*
@@ -56,21 +84,40 @@ pmhash_key_reader_begin(PmhashKeyReader *kr, Relation heap, Relation index, Inde
 bool
 pmhash_key_read(PmhashKeyReader *kr, ItemPointer tid, Snapshot snapshot, Datum *key)
 {
-	ItemPointerData htid = *tid;
-	bool		call_again = false;
-	bool		all_dead;
-	Datum		values[INDEX_MAX_KEYS];
-	bool		isnull[INDEX_MAX_KEYS];
+	bool		isnull;
 
-	if (kr->estate != NULL)
-		ResetPerTupleExprContext(kr->estate);
-	if (!table_index_fetch_tuple(kr->fetch, &htid, snapshot, kr->slot, &call_again, &all_dead))
+	return read_row(kr, tid, snapshot, key, &isnull) && !isnull;
+}
+
+/*
+ * Whether the row at tid rules out an entry with this hash: any tuple of
+ * its HOT chain has a NULL key, a key of another hash (on the bits a file
+ * with shard_bits keeps), or falls outside a partial index's predicate.
+ * False if no tuple is there.
+ */
+bool
+pmhash_key_contradicts(PmhashKeyReader *kr, ItemPointer tid, uint32 hash, uint32 shard_bits)
+{
+	Datum		key;
+	bool		isnull;
+
+	if (!read_row(kr, tid, SnapshotAny, &key, &isnull))
 		return false;
-	if (kr->estate != NULL)
-		GetPerTupleExprContext(kr->estate)->ecxt_scantuple = kr->slot;
-	FormIndexDatum(kr->info, kr->slot, kr->estate, values, isnull);
-	*key = values[0];
-	return !isnull[0];
+	if (kr->info->ii_Predicate != NIL)
+	{
+		if (kr->predicate == NULL)
+		{
+			MemoryContext old = MemoryContextSwitchTo(kr->estate->es_query_cxt);
+
+			kr->predicate = ExecPrepareQual(kr->info->ii_Predicate, kr->estate);
+			MemoryContextSwitchTo(old);
+		}
+		if (!ExecQual(kr->predicate, GetPerTupleExprContext(kr->estate)))
+			return true;
+	}
+	if (isnull)
+		return true;
+	return pmh_canonical_hash(pmhash_hash_datum(kr->index, key), shard_bits) != hash;
 }
 
 /* Whether two keys are equal by the operator class. */

@@ -250,14 +250,15 @@ sync_dirty(void *arg)
 	pmhash_sync_dirty((PmhashLocal *) arg);
 }
 
-/* msync a range of a mapped file, or fail. */
+/* msync a range of a file mapped at base, or fail. */
 static void
-msync_range(char *addr, size_t len, const char *path)
+msync_range(char *base, uint64 offset, uint64 len, const char *path)
 {
-	if (pmem_msync(addr, len) != 0)
+	if (pmem_msync(base + offset, len) != 0)
 		ereport(ERROR,
 				(errcode_for_file_access(),
 				 errmsg("could not sync pmhash file \"%s\": %m", path)));
+	pmhash_shadow_synced(path, base, offset, len);
 }
 
 /* Make the dirty ranges of one file durable: flush and fence, or msync. */
@@ -274,7 +275,7 @@ pmhash_sync_dirty(PmhashLocal *ix)
 		if (ix->is_pmem)
 			pmem_flush(ix->base + start, end - start);
 		else
-			msync_range(ix->base + start, end - start, ix->share->path);
+			msync_range(ix->base, start, end - start, ix->share->path);
 	}
 	if (ix->is_pmem && ix->ndirty > 0)
 		pmem_drain();
@@ -313,14 +314,14 @@ pmhash_normal_persist(PmhashLocal *ix)
 	return (PmhPersist) {record_dirty, NULL, sync_dirty, ix};
 }
 
-/* Make a freshly written range durable (DAX or ordinary file). */
+/* Make the first len bytes of a file mapped at base durable (DAX or ordinary file). */
 void
 pmhash_persist_range(char *base, size_t len, int is_pmem, const char *path)
 {
 	if (is_pmem)
 		pmem_persist(base, len);
 	else
-		msync_range(base, len, path);
+		msync_range(base, 0, len, path);
 }
 
 /* Write header state bits and redo position of a mapped file durably. */

@@ -4,7 +4,10 @@
  *	  What recovery does to index files before and after WAL replay.
  *
  * Before replay, every entry in a bucket stamped after the redo start point
- * is flagged unverified: it may be a phantom whose WAL was lost, or a torn
+ * is flagged unverified (by the postmaster as soon as it sees that the
+ * server crashed, since PostgreSQL runs no redo, and so no rm_startup, when
+ * no WAL follows the last checkpoint; then by the startup process, unless
+ * the postmaster already did from the same point): it may be a phantom whose WAL was lost, or a torn
  * slot of a base-backup copy; in a file with checksums, such buckets and
  * posting blocks are resealed, since a crash may have kept a commit without
  * its seal (src/README, Durability hazards).  After replay, everything the
@@ -25,6 +28,9 @@
 #include <libpmem.h>
 #include <sys/stat.h>
 
+#include "catalog/pg_control.h"
+#include "common/controldata_utils.h"
+#include "miscadmin.h"
 #include "storage/bufmgr.h"
 #include "storage/fd.h"
 
@@ -71,10 +77,8 @@ flag_file(const char *path, XLogRecPtr redo_start)
 	}
 	flagged = pmh_file_flag_unverified(base, len / PMH_UNIT_SIZE, redo_start, &persist);
 	/* resealed checksums too, even where nothing was flagged */
-	if (!is_pmem && pmem_msync(base, len) != 0)
-		ereport(FATAL,
-				(errcode_for_file_access(),
-				 errmsg("could not sync pmhash file \"%s\": %m", path)));
+	if (!is_pmem)
+		pmhash_persist_range(base, len, false, path);
 	pmem_unmap(base, len);
 	if (flagged > 0)
 		ereport(LOG,
@@ -117,6 +121,29 @@ pmhash_recovery_flag_files(XLogRecPtr redo_start, bool distrust)
 		}
 	}
 	FreeDir(dir);
+}
+
+/*
+ * Postmaster, when shared memory is (re)initialized: if the server crashed
+ * (its control file says it was running or in crash recovery), flag what
+ * the crash may have left unverified now.  Entries of transactions in
+ * flight may have reached the files while their WAL did not; if no WAL
+ * follows the last checkpoint, PostgreSQL skips redo and rm_startup with
+ * it.  Standbys and archive recovery are left to rm_startup.
+ */
+void
+pmhash_recovery_after_crash(void)
+{
+	bool		crc_ok;
+	ControlFileData *control = get_controlfile(DataDir, &crc_ok);
+
+	if (crc_ok &&
+		(control->state == DB_IN_PRODUCTION || control->state == DB_IN_CRASH_RECOVERY))
+	{
+		pmhash_recovery_flag_files(control->checkPointCopy.redo, false);
+		pmhash_set_flagged_from(control->checkPointCopy.redo);
+	}
+	pfree(control);
 }
 
 /* A share with broken shards after replay: rebuild its file when next opened. */

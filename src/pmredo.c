@@ -364,7 +364,9 @@ pmhash_startup(void)
 {
 	bool		distrust = pmhash_directory_restore_begin();
 
-	pmhash_recovery_flag_files(GetRedoRecPtr(), distrust);
+	/* the postmaster may have flagged them from this very point already */
+	if (distrust || pmhash_flagged_from() != GetRedoRecPtr())
+		pmhash_recovery_flag_files(GetRedoRecPtr(), distrust);
 }
 
 /* rm_cleanup: after replay, make it durable and hand over to normal running. */

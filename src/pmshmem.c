@@ -49,6 +49,7 @@ typedef struct PmhShared
 	pg_atomic_uint64 epoch;		/* starts at 1; 0 in a cell means idle */
 	pg_atomic_uint64 attach_clock;
 	pg_atomic_uint64 forget_counter;
+	XLogRecPtr	flagged_from;	/* the postmaster flagged files from there */
 	int			nshares;
 	int			nprocs;
 	PmhFreeMap	pool_map;		/* free space of the pool, in POOL_UNITs */
@@ -130,6 +131,7 @@ pmhash_shmem_startup(void)
 		pg_atomic_init_u64(&shared->epoch, 1);
 		pg_atomic_init_u64(&shared->attach_clock, 1);
 		pg_atomic_init_u64(&shared->forget_counter, 0);
+		shared->flagged_from = InvalidXLogRecPtr;
 		shared->nshares = pmhash_max_indexes;
 		shared->nprocs = proc_count();
 		for (int i = 0; i < shared->nprocs; i++)
@@ -453,4 +455,18 @@ uint64
 pmhash_forget_counter(void)
 {
 	return pg_atomic_read_u64(&shared->forget_counter);
+}
+
+/* The postmaster flagged unverified entries from position (before any child). */
+void
+pmhash_set_flagged_from(XLogRecPtr position)
+{
+	shared->flagged_from = position;
+}
+
+/* Where the postmaster flagged unverified entries from, or Invalid. */
+XLogRecPtr
+pmhash_flagged_from(void)
+{
+	return shared->flagged_from;
 }

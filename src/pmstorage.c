@@ -78,7 +78,10 @@ pmhash_create_file(const PmhashFileKey *key, const char *path, uint32 shard_bits
 						 pmhash_directory)));
 	memcpy(base, &hdr, sizeof(hdr));
 	if (durable)
+	{
+		pmhash_shadow_forget(path);
 		pmhash_persist_range(base, len, is_pmem, path);
+	}
 	pmem_unmap(base, len);
 	if (durable)
 		fsync_fname(pmhash_directory, true);
@@ -155,6 +158,7 @@ pmhash_copy_file(const RelFileNode *from, const RelFileNode *to)
 	hdr->db_oid = to->dbNode;
 	hdr->rel_node = to->relNode;
 	hdr->checksum = pmh_header_checksum(hdr);
+	pmhash_shadow_forget(dst);
 	pmhash_persist_range(dst_base, dst_len, dst_pmem, dst);
 	pmem_unmap(dst_base, dst_len);
 	pmem_unmap(src_base, src_len);

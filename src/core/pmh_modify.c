@@ -15,8 +15,8 @@
  * An entry goes to the first free slot of its run (the buckets from its
  * home bucket to the first bucket whose overflow bit is clear).  If the run
  * is full, the entry extends it by at most PMH_MAX_PROBE buckets, setting the
- * overflow bit of every full bucket it passes before it commits itself, so a
- * lookup can never stop short of a committed entry.  Deleted slots are free
+ * overflow bit of every full bucket it passes, durably, before it commits
+ * itself, so a lookup can never stop short of a committed entry.  Deleted slots are free
  * at once; overflow bits are cleared only by rebuilding the shard.
  *
  * Entries left by a crash may be phantoms (their WAL record was lost) and
@@ -251,6 +251,12 @@ place_entry(const PmhSegment *seg, const RunScan *rs, uint32_t code, PmhTid tid,
 		pmh_bucket_seal(seg, passed);
 		pmh_flush(persist, &passed->commit, PMH_BUCKET_COMMIT_BYTES);
 	}
+	/*
+	 * Durable now, not at commit: otherwise the entry's bucket could reach
+	 * the medium first (write-back or cache eviction order is arbitrary),
+	 * and a crash would leave it unreachable from its home bucket.
+	 */
+	pmh_sync(persist);
 	commit_slot(seg, pmh_bucket(seg, target), code, tid, flags, lsn, persist);
 	return PMH_OK;
 }
@@ -367,13 +373,13 @@ pmh_image_place_run(const PmhSegment *seg, uint32_t code, PmhTid tid, uint16_t f
 
 /* The verdict of a bulk delete on one stored entry: 1 remove, 0 keep. */
 static int
-doomed(const PmhDeleteOps *ops, PmhTid tid, uint64_t bit, uint64_t *unverified)
+doomed(const PmhDeleteOps *ops, uint32_t hash, PmhTid tid, uint64_t bit, uint64_t *unverified)
 {
 	if (ops->dead && ops->dead(ops->arg, tid))
 		return 1;
 	if ((*unverified & bit) && ops->phantom)
 	{
-		if (ops->phantom(ops->arg, tid))
+		if (ops->phantom(ops->arg, hash, tid))
 			return 1;
 		*unverified &= ~bit;
 	}
@@ -438,7 +444,7 @@ group_delete(const SlotGroup *g, const PmhDeleteOps *ops, uint64_t lsn,
 			if (pmh_is_chain_ref(tid))
 				continue;
 		}
-		if (doomed(ops, tid, bit, &unverified))
+		if (doomed(ops, group_hash(g, i), tid, bit, &unverified))
 		{
 			gone |= bit;
 			if (ops->removed)
@@ -609,11 +615,8 @@ pmh_flag_unverified(const PmhSegment *seg, uint64_t after_lsn, const PmhPersist 
 		PmhBucket  *bucket = pmh_bucket(seg, b);
 		uint64_t	valid = bucket->commit & PMH_VALID_MASK;
 		uint64_t	refs = 0;
+		int			changed = bucket->lsn > after_lsn;
 
-		if (bucket->lsn <= after_lsn)
-			continue;
-		pmh_bucket_seal(seg, bucket);
-		pmh_flush(persist, &bucket->commit, PMH_BUCKET_COMMIT_BYTES);
 		for (uint64_t v = valid; v; v &= v - 1)
 		{
 			int			i = __builtin_ctzll(v);
@@ -621,10 +624,20 @@ pmh_flag_unverified(const PmhSegment *seg, uint64_t after_lsn, const PmhPersist 
 			if (pmh_is_chain_ref(pmh_slot_tid(bucket, i)))
 				refs |= UINT64_C(1) << i;
 		}
-		flagged += __builtin_popcountll(valid & ~refs & ~bucket->unverified);
-		/* a reference's bit says that its chain holds unverified entries */
-		bucket->unverified |= valid;
-		pmh_flush(persist, &bucket->unverified, sizeof(uint64_t));
+		if (changed)
+		{
+			pmh_bucket_seal(seg, bucket);
+			pmh_flush(persist, &bucket->commit, PMH_BUCKET_COMMIT_BYTES);
+			flagged += __builtin_popcountll(valid & ~refs & ~bucket->unverified);
+			/* a reference's bit says that its chain holds unverified entries */
+			bucket->unverified |= valid;
+			pmh_flush(persist, &bucket->unverified, sizeof(uint64_t));
+		}
+		/*
+		 * A chain's blocks are flagged when its bucket changed, or when they
+		 * did themselves: a block can reach the medium before the stamp of
+		 * the bucket that refers to it.
+		 */
 		for (; refs; refs &= refs - 1)
 		{
 			int			i = __builtin_ctzll(refs);
@@ -636,10 +649,17 @@ pmh_flag_unverified(const PmhSegment *seg, uint64_t after_lsn, const PmhPersist 
 				PmhPosting *blk = first + j;
 				uint64_t	pvalid = blk->commit & PMH_POSTING_VALID_MASK;
 
+				if (!changed && blk->lsn <= after_lsn)
+					continue;
 				flagged += __builtin_popcountll(pvalid & ~blk->unverified);
 				blk->unverified |= pvalid;
 				pmh_flush(persist, &blk->unverified, sizeof(uint64_t));
 				pmh_posting_seal(seg, blk, persist);
+				if (!(bucket->unverified & (UINT64_C(1) << i)))
+				{
+					bucket->unverified |= UINT64_C(1) << i;
+					pmh_flush(persist, &bucket->unverified, sizeof(uint64_t));
+				}
 			}
 		}
 	}

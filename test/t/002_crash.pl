@@ -39,9 +39,6 @@ note "random seed $seed (set PMHASH_TEST_SEED to repeat)";
 
 my $CYCLES = 8;
 my @KINDS = qw(backend postmaster immediate);
-my $scripts = workload_scripts();
-my @LOAD = map { "$scripts->{$_->[0]}\@$_->[1]" } [ insert => 5 ], [ delete => 2 ],
-  [ update => 2 ], [ probe => 1 ];
 my %killed_pids;    # node name => pids of backends the test killed
 my $flagged = 0;    # recoveries that flagged unverified entries
 
@@ -107,19 +104,6 @@ sub check_recovered
 	return;
 }
 
-# Check every index of rt before and after a VACUUM.
-sub check_node
-{
-	my ($node, $name) = @_;
-	check_indexes($node, 'postgres', $name, @RT_INDEXES);
-	check_verify($node, 'postgres', $name, 0, @RT_INDEXES);
-	my ($rc, $out, $err) = $node->psql('postgres', "$VACUUM rt");
-	is($rc, 0, "$name: VACUUM succeeds") or diag $err;
-	check_indexes($node, 'postgres', "$name, after VACUUM", @RT_INDEXES);
-	check_verify($node, 'postgres', "$name, after VACUUM", 1, @RT_INDEXES);
-	return;
-}
-
 # Pattern of the log lines a crash cycle may show: the backends we killed.
 sub allowed_kills
 {
@@ -166,11 +150,7 @@ my %start_size;
 for my $path (sort keys %nodes)
 {
 	my $node = $nodes{$path};
-	start_node($node);
-	create_workload_table($node, 'postgres', 1000);
-	is($node->safe_psql('postgres', 'SELECT bool_and(s.is_pmem) FROM '
-		  . "unnest(ARRAY['rt_id', 'rt_k', 'rt_t']) i, pmhash_stats(i::regclass) s"),
-		$path eq 'pmem' ? 't' : 'f', "$path: the index files take the $path path");
+	start_workload_node($node, $path eq 'pmem');
 	$start_size{$path} = { map { $_->[0] => size_of($node, $_->[0]) } @RT_INDEXES };
 	check_indexes($node, 'postgres', "$path: fresh indexes", @RT_INDEXES);
 }
@@ -186,25 +166,12 @@ for my $cycle (1 .. $CYCLES)
 	my $kind = $KINDS[ ($cycle - 1) % 3 ];
 	my $name = "cycle $cycle ($path, $kind)";
 	my $offset = log_offset($node);
-	my $ids_before = $node->safe_psql('postgres', 'SELECT last_value FROM rt_id_seq');
-
-	my @runs = (
-		start_pgbench($node, 'postgres', clients => 4, seconds => 120, rate => 400,
-			scripts => \@LOAD),
-		start_pgbench($node, 'postgres', clients => 1, seconds => 120,
-			scripts => [ $scripts->{maint} ]));
+	my $load = start_crash_load($node);
 	my $delay = 3 + rand(3);
 	Time::HiRes::sleep($delay);
 	my $what = crash($node, $kind);
 	note sprintf '%s: %s after %.1f s of load', $name, $what, $delay;
-	for my $run (@runs)
-	{
-		my ($rc, $out) = finish_pgbench($run);
-		unlike($out, qr/ERROR:/, "$name: the workload saw no SQL error before the crash")
-		  or diag $out;
-	}
-	cmp_ok($node->safe_psql('postgres', 'SELECT last_value FROM rt_id_seq'),
-		'>', $ids_before, "$name: the workload inserted rows");
+	finish_crash_load($node, $name, $load);
 	check_recovered($node, $offset, $name);
 	check_node($node, $name);
 	check_log($node, $offset, $name, allowed_kills($node));

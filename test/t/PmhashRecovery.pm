@@ -16,8 +16,8 @@ use Test::More;
 
 our @EXPORT = qw(
   new_node new_node_from_backup pmhash_dir start_node
-  create_workload_table workload_scripts start_pgbench finish_pgbench
-  check_indexes check_verify check_log log_offset wait_until pmh_files
+  create_workload_table start_workload_node workload_scripts start_pgbench finish_pgbench
+  start_crash_load finish_crash_load check_indexes check_verify check_node check_log log_offset wait_until pmh_files
   live_files children_of running postmaster_pid @RT_INDEXES $VACUUM
 );
 our @EXPORT_OK = qw(scan_sql);
@@ -182,6 +182,20 @@ EOS
 	return;
 }
 
+# Start a node, create the workload table rt with 1000 rows, and check
+# that its three index files take the pmem path (if $pmem) or the msync one.
+sub start_workload_node
+{
+	my ($node, $pmem) = @_;
+	my $path = $pmem ? 'pmem' : 'msync';
+	start_node($node);
+	create_workload_table($node, 'postgres', 1000);
+	is($node->safe_psql('postgres', 'SELECT string_agg(DISTINCT s.is_pmem::text, \',\') FROM '
+		  . "unnest(ARRAY['rt_id', 'rt_k', 'rt_t']) i, pmhash_stats(i::regclass) s"),
+		$pmem ? 'true' : 'false', $node->name . ": the index files take the $path path");
+	return;
+}
+
 # Write the pgbench scripts of the workload into a new directory; returns
 # name => path.  insert: batches of 20 rows (growth, heavy key); delete and
 # update: single rows found by id or through the k and t indexes; probe:
@@ -278,6 +292,44 @@ sub finish_pgbench
 	my $rc = $@ ? -1 : $run->{h}->result(0);
 	diag "pgbench: $@" if $@;
 	return ($rc, slurp_file($run->{out}));
+}
+
+my $crash_scripts;
+
+# Start the load that crash tests interrupt: 4 clients of inserts, deletes,
+# updates and probes (400 transactions a second in all) and one of VACUUM
+# and CHECKPOINT.  Returns a handle for finish_crash_load.
+sub start_crash_load
+{
+	my ($node) = @_;
+	$crash_scripts //= workload_scripts();
+	my @load = map { "$crash_scripts->{$_->[0]}\@$_->[1]" } [ insert => 5 ], [ delete => 2 ],
+	  [ update => 2 ], [ probe => 1 ];
+	my $ids_before = $node->safe_psql('postgres', 'SELECT last_value FROM rt_id_seq');
+	return {
+		ids_before => $ids_before,
+		runs => [
+			start_pgbench($node, 'postgres', clients => 4, seconds => 120, rate => 400,
+				scripts => \@load),
+			start_pgbench($node, 'postgres', clients => 1, seconds => 120,
+				scripts => [ $crash_scripts->{maint} ]) ]
+	};
+}
+
+# Wait for the load a crash interrupted: it must have seen no SQL error,
+# and it must have inserted rows.
+sub finish_crash_load
+{
+	my ($node, $name, $load) = @_;
+	for my $run (@{ $load->{runs} })
+	{
+		my ($rc, $out) = finish_pgbench($run);
+		unlike($out, qr/ERROR:/, "$name: the workload saw no SQL error before the crash")
+		  or diag $out;
+	}
+	cmp_ok($node->safe_psql('postgres', 'SELECT last_value FROM rt_id_seq'),
+		'>', $load->{ids_before}, "$name: the workload inserted rows");
+	return;
 }
 
 # SQL comparing, for every key of an index's column (and some absent keys),
@@ -401,6 +453,20 @@ sub check_verify
 				"$name: $index: pmhash_verify counts at least the $keys non-null keys");
 		}
 	}
+	return;
+}
+
+# Check every index of the workload table rt, before and after a VACUUM:
+# scans of every key against a seqscan, pmhash_verify (exact after it).
+sub check_node
+{
+	my ($node, $name) = @_;
+	check_indexes($node, 'postgres', $name, @RT_INDEXES);
+	check_verify($node, 'postgres', $name, 0, @RT_INDEXES);
+	my ($rc, $out, $err) = $node->psql('postgres', "$VACUUM rt");
+	is($rc, 0, "$name: VACUUM succeeds") or diag $err;
+	check_indexes($node, 'postgres', "$name, after VACUUM", @RT_INDEXES);
+	check_verify($node, 'postgres', "$name, after VACUUM", 1, @RT_INDEXES);
 	return;
 }
 

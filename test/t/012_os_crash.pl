@@ -1,0 +1,196 @@
+# Operating system crashes of the msync path, simulated.
+#
+# Two nodes keep their index files in their data directories on the
+# ordinary file system (msync path, PMEM_IS_PMEM_FORCE=0) with
+# pmhash.os_crash_shadows on: every range pmhash syncs is also copied into
+# "<file>.shadow" (src/pmshadow.c), so a shadow holds what an operating
+# system crash is guaranteed to leave of its file.  The nodes differ in
+# wal_level (replica, minimal).  A simulated OS crash stops a server
+# immediately (nothing more reaches the files), then puts each shadow in
+# place of its index file, keeping a random quarter of the file's current
+# 4 kB pages instead (write-back the OS may have done on its own), removes
+# index files that have no shadow (never synced) and shadows whose file is
+# gone, and starts the server.  PostgreSQL's own files keep everything but
+# its WAL buffers: the simulation takes away only what pmhash did not sync.
+#
+# Each node goes through 10 cycles of a pgbench load of inserts (growth, a
+# heavy key with posting chains), deletes, updates, probes, VACUUM and
+# CHECKPOINT for a few seconds, then a crash: in odd cycles right after a
+# CHECKPOINT (PostgreSQL then replays nothing before it, and often nothing
+# at all: "redo is not required"), in even ones at a random moment.  After
+# each restart every key by index scan and by bitmap scan must find the
+# rows a seqscan finds (no lost entry, no row twice), pmhash_verify must
+# pass, and the same after a VACUUM, when pmhash_verify counts exactly the
+# non-null keys (no entry left of rows lost with the WAL buffers, whose
+# sequence values and TIDs the workload then reuses).  The simulations must
+# have taken away unsynced pages.  The test fails when pmhash does not sync
+# at commit (checked by removing that sync), when it does not flag entries
+# after a crash that needs no redo, and when VACUUM keeps an unverified
+# entry whose TID the heap reused.
+# PMHASH_TEST_SEED sets the seed of the random moments and pages.
+use strict;
+use warnings;
+
+use FindBin;
+use lib $FindBin::RealBin;
+use PmhashRecovery;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes ();
+
+my $seed = $ENV{PMHASH_TEST_SEED} // time;
+srand $seed;
+note "random seed $seed (set PMHASH_TEST_SEED to repeat)";
+
+my $CYCLES = 10;
+my $PAGE = 4096;
+my $WRITEBACK = 0.25;    # share of pages that keep the file's content
+my $no_redo = 0;         # recoveries where PostgreSQL ran no redo
+my %lost_pages;          # node name => pages the simulations took back to their shadow
+
+# Read a whole file.
+sub read_bytes
+{
+	my ($path) = @_;
+	open my $fh, '<:raw', $path or die "open $path: $!";
+	local $/;
+	my $data = <$fh>;
+	close $fh;
+	return $data // '';
+}
+
+# Write a whole file.
+sub write_bytes
+{
+	my ($path, $data) = @_;
+	open my $fh, '>:raw', $path or die "open $path: $!";
+	print $fh $data;
+	close $fh or die "close $path: $!";
+	return;
+}
+
+# Stop the node at once and leave of each index file what an OS crash
+# could: its shadow, with some pages written back.  Returns a summary.
+sub os_crash
+{
+	my ($node) = @_;
+	$node->stop('immediate');
+	my $dir = pmhash_dir($node);
+	my ($files, $dropped, $differ) = (0, 0, 0);
+	opendir my $dh, $dir or die "opendir $dir: $!";
+	my @names = readdir $dh;
+	closedir $dh;
+	for my $name (grep { /\.pmh$/ } @names)
+	{
+		my $path = "$dir/$name";
+		if (!-e "$path.shadow")
+		{
+			unlink $path or die "unlink $path: $!";
+			$dropped++;
+			next;
+		}
+		my $live = read_bytes($path);
+		my $kept = read_bytes("$path.shadow");
+		for (my $off = 0; $off < length($kept); $off += $PAGE)
+		{
+			my $page = substr($kept, $off, $PAGE);
+			my $now = $off < length($live) ? substr($live, $off, length($page)) : $page;
+			next if $now eq $page;
+			if (rand() < $WRITEBACK)
+			{
+				substr($kept, $off, length($page), $now);
+			}
+			else
+			{
+				$differ++;
+			}
+		}
+		write_bytes($path, $kept);
+		write_bytes("$path.shadow", $kept);
+		$files++;
+	}
+	for my $name (grep { /\.pmh\.shadow$/ } @names)
+	{
+		(my $file = $name) =~ s/\.shadow$//;
+		unlink "$dir/$name" unless -e "$dir/$file";
+	}
+	$lost_pages{ $node->name } += $differ;
+	start_node($node);
+	return "$files files from their shadows ($differ unsynced pages lost), $dropped never synced";
+}
+
+my %nodes = (
+	replica => new_node('replica', dir => 'data', force => 0, init => { allows_streaming => 1 },
+		conf => "pmhash.os_crash_shadows = on\ncheckpoint_timeout = 1h\n"),
+	minimal => new_node('minimal', dir => 'data', force => 0,
+		conf => "pmhash.os_crash_shadows = on\ncheckpoint_timeout = 1h\n"
+		  . "shared_buffers = 64MB\nwal_buffers = 16MB\nwal_writer_delay = 10s\n"));
+for my $name (sort keys %nodes)
+{
+	my $node = $nodes{$name};
+	start_workload_node($node, 0);
+	my $shadows = () = glob(pmhash_dir($node) . '/*.pmh.shadow');
+	is($shadows, 3, "$name: each index file has a shadow");
+}
+
+for my $cycle (1 .. 2 * $CYCLES)
+{
+	my $node = $nodes{ (sort keys %nodes)[ $cycle % 2 ] };
+	my $after_checkpoint = int(($cycle + 1) / 2) % 2;
+	my $name = $node->name . ' cycle ' . int(($cycle + 1) / 2)
+	  . ($after_checkpoint ? ' (right after a CHECKPOINT)' : ' (random moment)');
+	my $offset = log_offset($node);
+	my $load = start_crash_load($node);
+	Time::HiRes::sleep(2 + rand(2));
+	$node->safe_psql('postgres', 'CHECKPOINT') if $after_checkpoint;
+	my $what = os_crash($node);
+	note "$name: $what";
+	finish_crash_load($node, $name, $load);
+	my $log = slurp_file($node->logfile, $offset);
+	like($log, qr/database system was interrupted|not properly shut down/,
+		"$name: the node went through crash recovery");
+	$no_redo++ if $log =~ /redo is not required/;
+	check_node($node, $name);
+	check_log($node, $offset, $name);
+}
+for my $name (sort keys %nodes)
+{
+	cmp_ok($lost_pages{$name} // 0, '>', 0,
+		"$name: the simulated crashes took away " . ($lost_pages{$name} // 0) . ' unsynced pages');
+	like($nodes{$name}->safe_psql('postgres', q{SELECT shards || ' ' || chains FROM pmhash_stats('rt_k')}),
+		qr/^\d+ [1-9]/, "$name: rt_k grew posting chains");
+}
+note "PostgreSQL needed no redo after $no_redo of the crashes";
+
+# A crash that needs no redo, on purpose (wal_level minimal: no standby
+# snapshot follows the checkpoint): after a CHECKPOINT, one open
+# transaction inserts enough rows for its index to grow (a rebuild syncs
+# its entries at once), while its WAL stays in the WAL buffers (large, and
+# the WAL writer asleep) and its heap pages in shared buffers.  After the
+# crash PostgreSQL finds no WAL past the checkpoint and runs no redo; the
+# entries must still be flagged, so that VACUUM removes them.
+{
+	my $node = $nodes{minimal};
+	$node->safe_psql('postgres',
+		'CREATE TABLE lost (k int8); CREATE INDEX lost_k ON lost USING pmhash (k) WITH (shards = 1)');
+	$node->safe_psql('postgres', 'CHECKPOINT');
+	my $offset = log_offset($node);
+	my $bg = $node->background_psql('postgres');
+	$bg->query_safe('BEGIN');
+	$bg->query_safe('INSERT INTO lost SELECT g FROM generate_series(1, 3000) g');
+	my $entries = $node->safe_psql('postgres', q{SELECT entries FROM pmhash_stats('lost_k')});
+	note "lost_k holds $entries entries of the open transaction";
+	my $what = os_crash($node);
+	note "open transaction: $what";
+	eval { $bg->quit; };
+	like(slurp_file($node->logfile, $offset), qr/redo is not required/,
+		'open transaction: PostgreSQL ran no redo after the crash');
+	$node->safe_psql('postgres', "$VACUUM lost");
+	is($node->safe_psql('postgres', q{SELECT pmhash_verify('lost_k') || ' ' || count(*) FROM lost}),
+		'0 0', 'open transaction: VACUUM removed every entry of the rows the crash lost');
+	check_log($node, $offset, 'open transaction');
+}
+
+$_->stop for values %nodes;
+done_testing();
