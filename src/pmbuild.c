@@ -38,7 +38,6 @@
 #include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/memutils.h"
-#include "utils/snapmgr.h"
 #include "utils/rel.h"
 
 #include "pmhash.h"
@@ -255,7 +254,7 @@ check_run(PmhashKeyReader *kr, const PmhEntry *run, uint64 count, MemoryContext 
 		Datum		key;
 		MemoryContext old;
 
-		if (!pmhash_key_read(kr, (ItemPointer) &run[i].tid, SnapshotAny, &key))
+		if (!pmhash_key_read_live(kr, (ItemPointer) &run[i].tid, &key))
 			continue;
 		for (uint64 j = 0; j < nkeys; j++)
 		{

@@ -302,6 +302,7 @@ extern void pmhash_raise_shard_damaged(const char *index_name, uint32 shard) pg_
 extern void pmhash_key_reader_begin(PmhashKeyReader *kr, Relation heap, Relation index,
 									IndexInfo *info);
 extern bool pmhash_key_read(PmhashKeyReader *kr, ItemPointer tid, Snapshot snapshot, Datum *key);
+extern bool pmhash_key_read_live(PmhashKeyReader *kr, ItemPointer tid, Datum *key);
 extern bool pmhash_key_contradicts(PmhashKeyReader *kr, ItemPointer tid, uint32 hash,
 								   uint32 shard_bits);
 extern bool pmhash_keys_equal(PmhashKeyReader *kr, Datum a, Datum b);

@@ -77,9 +77,9 @@ read_row(PmhashKeyReader *kr, ItemPointer tid, Snapshot snapshot, Datum *key, bo
 
 /*
  * Read the key of the tuple an index entry points to: the first tuple of
- * its HOT chain that snapshot accepts (all members share the key).  False
- * if there is none, or if its key is NULL.  The key stays valid until the
- * next read or release.
+ * its HOT chain that snapshot accepts (a snapshot that sees the live
+ * member: see read_live_row).  False if there is none, or if its key is
+ * NULL.  The key stays valid until the next read or release.
  */
 bool
 pmhash_key_read(PmhashKeyReader *kr, ItemPointer tid, Snapshot snapshot, Datum *key)
@@ -90,10 +90,36 @@ pmhash_key_read(PmhashKeyReader *kr, ItemPointer tid, Snapshot snapshot, Datum *
 }
 
 /*
- * Whether the row at tid rules out an entry with this hash: any tuple of
- * its HOT chain has a NULL key, a key of another hash (on the bits a file
- * with shard_bits keeps), or falls outside a partial index's predicate.
- * False if no tuple is there.
+ * Read the key of the live (or in-progress) tuple of the HOT chain at tid,
+ * the one the index holds the key of: older members of a chain that was
+ * HOT-updated before the index existed (CREATE INDEX CONCURRENTLY) may
+ * have other keys, and a dead tuple's key may lie in TOAST chunks already
+ * removed.  False if there is none.
+ */
+static bool
+read_live_row(PmhashKeyReader *kr, ItemPointer tid, Datum *key, bool *isnull)
+{
+	SnapshotData dirty;
+
+	InitDirtySnapshot(dirty);
+	return read_row(kr, tid, &dirty, key, isnull);
+}
+
+/* The key of the live tuple of the HOT chain at tid (read_live_row); false if none or NULL. */
+bool
+pmhash_key_read_live(PmhashKeyReader *kr, ItemPointer tid, Datum *key)
+{
+	bool		isnull;
+
+	return read_live_row(kr, tid, key, &isnull) && !isnull;
+}
+
+/*
+ * Whether the row at tid rules out an entry with this hash: its live
+ * tuple (read_live_row) has a NULL key, a key of another hash (on the bits
+ * a file with shard_bits keeps), or falls outside a partial index's
+ * predicate.  False if there is none: dead rows are left to VACUUM's
+ * dead-TID callback.
  */
 bool
 pmhash_key_contradicts(PmhashKeyReader *kr, ItemPointer tid, uint32 hash, uint32 shard_bits)
@@ -101,7 +127,7 @@ pmhash_key_contradicts(PmhashKeyReader *kr, ItemPointer tid, uint32 hash, uint32
 	Datum		key;
 	bool		isnull;
 
-	if (!read_row(kr, tid, SnapshotAny, &key, &isnull))
+	if (!read_live_row(kr, tid, &key, &isnull))
 		return false;
 	if (kr->info->ii_Predicate != NIL)
 	{

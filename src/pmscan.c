@@ -31,7 +31,6 @@
 #include "replication/logicalworker.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
-#include "utils/snapmgr.h"
 
 #include "pmhash.h"
 
@@ -150,8 +149,9 @@ search(IndexScanDesc scan)
 
 /*
  * Whether the row a candidate TID points to has a key equal to the scan
- * key's argument.  The row's HOT chain shares one key, so any member
- * (SnapshotAny) tells; a chain with no tuple left matches nothing.
+ * key's argument: the key of its live tuple (pmhash_key_read_live); a
+ * chain with no live tuple matches nothing, as the apply worker's own
+ * fetch with its dirty snapshot would find nothing either.
  */
 static bool
 key_matches(IndexScanDesc scan, ItemPointer tid)
@@ -166,7 +166,7 @@ key_matches(IndexScanDesc scan, ItemPointer tid)
 								BuildIndexInfo(scan->indexRelation));
 		so->reading_keys = true;
 	}
-	if (!pmhash_key_read(&so->reader, tid, SnapshotAny, &row_key))
+	if (!pmhash_key_read_live(&so->reader, tid, &row_key))
 		return false;
 	return DatumGetBool(FunctionCall2Coll(&key->sk_func, key->sk_collation,
 										  row_key, key->sk_argument));
