@@ -164,8 +164,7 @@ typedef struct PmhashKeyReader
 	IndexInfo  *info;
 	FmgrInfo	eq;				/* the operator class's equality function */
 	Oid			collation;
-	EState	   *estate;			/* for expressions and predicates, else NULL */
-	ExprState  *predicate;		/* a partial index's, once prepared */
+	EState	   *estate;			/* for expression indexes, else NULL */
 	bool		owns_expressions;	/* prepared the expressions in estate */
 	TupleTableSlot *slot;
 	struct IndexFetchTableData *fetch;
@@ -303,8 +302,6 @@ extern void pmhash_key_reader_begin(PmhashKeyReader *kr, Relation heap, Relation
 									IndexInfo *info);
 extern bool pmhash_key_read(PmhashKeyReader *kr, ItemPointer tid, Snapshot snapshot, Datum *key);
 extern bool pmhash_key_read_live(PmhashKeyReader *kr, ItemPointer tid, Datum *key);
-extern bool pmhash_key_contradicts(PmhashKeyReader *kr, ItemPointer tid, uint32 hash,
-								   uint32 shard_bits);
 extern bool pmhash_keys_equal(PmhashKeyReader *kr, Datum a, Datum b);
 extern char *pmhash_key_description(Relation index, Datum key);
 extern void pmhash_key_reader_release(PmhashKeyReader *kr);

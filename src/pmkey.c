@@ -41,9 +41,7 @@ pmhash_key_reader_begin(PmhashKeyReader *kr, Relation heap, Relation index, Inde
 	kr->info = info;
 	fmgr_info(get_opcode(eq), &kr->eq);
 	kr->collation = index->rd_indcollation[0];
-	kr->estate = info->ii_Expressions != NIL || info->ii_Predicate != NIL ?
-		CreateExecutorState() : NULL;
-	kr->predicate = NULL;
+	kr->estate = info->ii_Expressions != NIL ? CreateExecutorState() : NULL;
 	/* expression states prepared in our executor state die with it */
 	kr->owns_expressions = info->ii_Expressions != NIL && info->ii_ExpressionsState == NIL;
 	kr->slot = table_slot_create(heap, NULL);
@@ -112,38 +110,6 @@ pmhash_key_read_live(PmhashKeyReader *kr, ItemPointer tid, Datum *key)
 	bool		isnull;
 
 	return read_live_row(kr, tid, key, &isnull) && !isnull;
-}
-
-/*
- * Whether the row at tid rules out an entry with this hash: its live
- * tuple (read_live_row) has a NULL key, a key of another hash (on the bits
- * a file with shard_bits keeps), or falls outside a partial index's
- * predicate.  False if there is none: dead rows are left to VACUUM's
- * dead-TID callback.
- */
-bool
-pmhash_key_contradicts(PmhashKeyReader *kr, ItemPointer tid, uint32 hash, uint32 shard_bits)
-{
-	Datum		key;
-	bool		isnull;
-
-	if (!read_live_row(kr, tid, &key, &isnull))
-		return false;
-	if (kr->info->ii_Predicate != NIL)
-	{
-		if (kr->predicate == NULL)
-		{
-			MemoryContext old = MemoryContextSwitchTo(kr->estate->es_query_cxt);
-
-			kr->predicate = ExecPrepareQual(kr->info->ii_Predicate, kr->estate);
-			MemoryContextSwitchTo(old);
-		}
-		if (!ExecQual(kr->predicate, GetPerTupleExprContext(kr->estate)))
-			return true;
-	}
-	if (isnull)
-		return true;
-	return pmh_canonical_hash(pmhash_hash_datum(kr->index, key), shard_bits) != hash;
 }
 
 /* Whether two keys are equal by the operator class. */

@@ -7,14 +7,9 @@
  * Shards are visited one at a time under their writer lock; readers go on
  * without waiting.  Each bucket whose entries die gets one commit-word
  * store, and the removed entries of a shard are WAL-logged as one record.
- * An unverified entry is removed if its TID lies past the end of the heap,
- * on an unused line pointer or on a heap-only tuple (a phantom of a
- * crash), or if the heap
- * reused its TID for a row that could not have produced it (another key's
- * hash, a NULL key, outside a partial index's predicate), and confirmed
- * otherwise.  Those rows are read before the shard is locked, since keys
- * may need expressions: the verdict holds until the shard is locked,
- * because only VACUUM, which this is, frees the TID again.  A shard left nearly empty is rebuilt smaller, an empty one
+ * An unverified entry is removed if its TID lies past the end of the heap
+ * or on an unused line pointer (a phantom of a crash), and confirmed
+ * otherwise.  A shard left nearly empty is rebuilt smaller, an empty one
  * gives its segment back.  Everything is durable before ambulkdelete
  * returns, because the heap reuses the dead TIDs right after.
  *
@@ -27,7 +22,6 @@
  */
 #include "postgres.h"
 
-#include "access/htup_details.h"
 #include "access/table.h"
 #include "access/xlog.h"
 #include "catalog/index.h"
@@ -45,11 +39,6 @@ typedef struct VacuumState
 	Relation	index;
 	Relation	heap;			/* opened when an unverified entry needs it */
 	BlockNumber heap_blocks;
-	PmhashKeyReader keys;		/* begun when an unverified entry needs it */
-	bool		reading_keys;
-	PmhEntry   *stale;			/* a shard's unverified entries whose row rules them out */
-	uint64		nstale;
-	uint64		maxstale;
 	PmhEntry   *removed;		/* removed entries of the shard, for WAL */
 	uint64		nremoved;
 	uint64		maxremoved;
@@ -66,111 +55,29 @@ tid_is_dead(void *arg, PmhTid tid)
 	return vs->callback(&ip, vs->callback_state);
 }
 
-/* Open the heap, once, for the checks of unverified entries. */
-static void
-open_heap(VacuumState *vs)
-{
-	if (vs->heap != NULL)
-		return;
-	vs->heap = table_open(IndexGetRelation(RelationGetRelid(vs->index), false),
-						  AccessShareLock);
-	vs->heap_blocks = RelationGetNumberOfBlocks(vs->heap);
-}
-
-/*
- * Find the unverified entries of a shard whose TID holds a row that rules
- * them out: collect them under the shard lock, read the rows without it.
- * Leaves vs->stale sorted by hash and TID.
- */
-static void
-find_stale(Relation index, uint32 shard, VacuumState *vs)
-{
-	PmhashLocal *ix = pmhash_open(index, NULL);
-	LWLock	   *lock = pmhash_shard_lock(ix->share, shard);
-	uint32		shard_bits = ix->table.shard_bits;
-	uint64		capacity;
-	uint64		count = 0;
-	uint64		max_lsn;
-	PmhEntry   *entries;
-	PmhSegment	seg;
-
-	vs->nstale = 0;
-	LWLockAcquire(lock, LW_SHARED);
-	capacity = Max(ix->share->shards[shard].counts.entries, 1);
-	entries = palloc_extended(capacity * sizeof(PmhEntry), MCXT_ALLOC_HUGE);
-	pmhash_shard_segment(ix, shard, &seg);
-	if (seg.unit != 0)
-		count = pmh_segment_collect(&seg, entries, capacity, &max_lsn);
-	LWLockRelease(lock);
-	pmhash_leave();
-	if (count == PMH_COLLECT_DAMAGED || count > capacity)
-		pmhash_raise_shard_damaged(RelationGetRelationName(index), shard);
-
-	open_heap(vs);
-	if (!vs->reading_keys)
-	{
-		pmhash_key_reader_begin(&vs->keys, vs->heap, index, BuildIndexInfo(index));
-		vs->reading_keys = true;
-	}
-	for (uint64 i = 0; i < count; i++)
-	{
-		ItemPointerData tid;
-
-		if (!(entries[i].flags & PMH_ENTRY_UNVERIFIED) ||
-			pmh_tid_block(entries[i].tid) >= vs->heap_blocks)
-			continue;
-		memcpy(&tid, &entries[i].tid, sizeof(ItemPointerData));
-		if (!pmhash_key_contradicts(&vs->keys, &tid, entries[i].hash, shard_bits))
-			continue;
-		if (vs->nstale == vs->maxstale)
-		{
-			vs->maxstale = Max(64, vs->maxstale * 2);
-			vs->stale = vs->stale ?
-				repalloc_huge(vs->stale, vs->maxstale * sizeof(PmhEntry)) :
-				palloc_extended(vs->maxstale * sizeof(PmhEntry), MCXT_ALLOC_HUGE);
-		}
-		vs->stale[vs->nstale++] = entries[i];
-	}
-	pmhash_key_reader_release(&vs->keys);
-	pfree(entries);
-	qsort(vs->stale, vs->nstale, sizeof(PmhEntry), pmh_entry_cmp);
-}
-
-/*
- * Core callback: whether an unverified entry is a phantom: its TID points
- * at nothing in the heap, at a heap-only tuple, or at a row that rules it
- * out (find_stale).
- */
+/* Core callback: whether an unverified TID points at nothing in the heap. */
 static int
-tid_is_phantom(void *arg, uint32 hash, PmhTid tid)
+tid_is_phantom(void *arg, PmhTid tid)
 {
 	VacuumState *vs = arg;
 	BlockNumber block = pmh_tid_block(tid);
 	Buffer		buf;
 	Page		page;
 	bool		phantom;
-	PmhEntry	entry = {hash, tid, 0};
 
-	if (vs->nstale > 0 &&
-		bsearch(&entry, vs->stale, vs->nstale, sizeof(PmhEntry), pmh_entry_cmp) != NULL)
-		return 1;
-	open_heap(vs);
+	if (vs->heap == NULL)
+	{
+		vs->heap = table_open(IndexGetRelation(RelationGetRelid(vs->index), false),
+							  AccessShareLock);
+		vs->heap_blocks = RelationGetNumberOfBlocks(vs->heap);
+	}
 	if (block >= vs->heap_blocks)
 		return 1;
 	buf = ReadBuffer(vs->heap, block);
 	LockBuffer(buf, BUFFER_LOCK_SHARE);
 	page = BufferGetPage(buf);
-	if (tid.offset > PageGetMaxOffsetNumber(page))
-		phantom = true;
-	else
-	{
-		ItemId		item = PageGetItemId(page, tid.offset);
-
-		/* no index entry points at a heap-only tuple: HOT chains are reached from their root */
-		phantom = !ItemIdIsUsed(item) ||
-			(ItemIdIsNormal(item) &&
-			 HeapTupleHeaderIsHeapOnly((HeapTupleHeader) PageGetItem(page, item)));
-	}
+	phantom = tid.offset > PageGetMaxOffsetNumber(page) ||
+		!ItemIdIsUsed(PageGetItemId(page, tid.offset));
 	UnlockReleaseBuffer(buf);
 	return phantom;
 }
@@ -265,14 +172,6 @@ vacuum_shards(Relation index, IndexBulkDeleteCallback callback, void *callback_s
 	for (uint32 s = 0; s < nshards; s++)
 	{
 		ix = pmhash_open(index, NULL);
-		if (ix->share->shards[s].counts.unverified > 0)
-		{
-			pmhash_leave();
-			find_stale(index, s, &vs);
-			ix = pmhash_open(index, NULL);
-		}
-		else
-			vs.nstale = 0;
 		if (callback != NULL || ix->share->shards[s].counts.unverified > 0)
 			removed += (double) vacuum_shard(ix, s, &vs);
 		pmhash_leave();
@@ -283,14 +182,10 @@ vacuum_shards(Relation index, IndexBulkDeleteCallback callback, void *callback_s
 		pmhash_sync_dirty(ix);
 	*remaining = count_entries(ix);
 	pmhash_leave();
-	if (vs.reading_keys)
-		pmhash_key_reader_end(&vs.keys);
 	if (vs.heap)
 		table_close(vs.heap, AccessShareLock);
 	if (vs.removed)
 		pfree(vs.removed);
-	if (vs.stale)
-		pfree(vs.stale);
 	return removed;
 }
 

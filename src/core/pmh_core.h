@@ -105,7 +105,7 @@ typedef struct PmhCounts
 typedef struct PmhDeleteOps
 {
 	int			(*dead) (void *arg, PmhTid tid);
-	int			(*phantom) (void *arg, uint32_t hash, PmhTid tid);
+	int			(*phantom) (void *arg, PmhTid tid);
 	void		(*removed) (void *arg, uint32_t hash, PmhTid tid);
 	void	   *arg;
 } PmhDeleteOps;

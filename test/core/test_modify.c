@@ -198,7 +198,7 @@ test_unverified(void)
 	uint64_t	flagged;
 	uint64_t	live;
 	int			unverified_after = 0;
-	PmhDeleteOps ops = {NULL, phantom_from, NULL, &first_phantom};
+	PmhDeleteOps ops = {NULL, entry_from, NULL, &first_phantom};
 
 	for (uint64_t k = 0; k < 20000; k++)
 		add(mt, &m, k % 4 == 0 ? mix(k % 40) : mix(k));

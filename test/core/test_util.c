@@ -307,19 +307,11 @@ model_dead(void *arg, PmhTid tid)
 	return m->dead[index_of(tid)];
 }
 
-/* Dead-TID callback: the entries numbered from *arg on. */
+/* Dead-TID or phantom callback: the entries numbered from *arg on. */
 int
 entry_from(void *arg, PmhTid tid)
 {
 	return index_of(tid) >= *(const uint64_t *) arg;
-}
-
-/* Phantom callback: the entries numbered from *arg on, whatever their hash. */
-int
-phantom_from(void *arg, uint32_t hash, PmhTid tid)
-{
-	(void) hash;
-	return entry_from(arg, tid);
 }
 
 /* Bulk delete of what the model marks dead. */

@@ -90,8 +90,9 @@ SELECT results_eq(
 	$$VALUES ('pmhash.directory', 'postmaster', 'string'),
 			 ('pmhash.max_indexes', 'postmaster', 'integer'),
 			 ('pmhash.max_shards', 'postmaster', 'integer'),
+			 ('pmhash.os_crash_shadows', 'postmaster', 'bool'),
 			 ('pmhash.shard_locks', 'postmaster', 'integer')$$,
-	'the four pmhash GUCs exist and are postmaster-only');
+	'the five pmhash GUCs exist and are postmaster-only');
 SELECT throws_ok('SET pmhash.max_indexes = 64', '55P02', NULL,
 	'pmhash.max_indexes cannot be changed in a session');
 SELECT throws_ok('SET pmhash.directory = ''/tmp''', '55P02', NULL,

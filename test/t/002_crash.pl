@@ -173,7 +173,7 @@ for my $cycle (1 .. $CYCLES)
 	note sprintf '%s: %s after %.1f s of load', $name, $what, $delay;
 	finish_crash_load($node, $name, $load);
 	check_recovered($node, $offset, $name);
-	check_node($node, $name);
+	check_node($node, $name, 1);
 	check_log($node, $offset, $name, allowed_kills($node));
 }
 ok($flagged > 0, "recovery flagged unverified entries in $flagged of $CYCLES cycles");
