@@ -49,17 +49,18 @@ pmhash_key_reader_begin(PmhashKeyReader *kr, Relation heap, Relation index, Inde
 }
 
 /*
- * Fetch the first tuple of a HOT chain that snapshot accepts and form its
- * index key; false if there is none.
+ * Read the key of the tuple an index entry points to: the first tuple of
+ * its HOT chain that snapshot accepts.  False if there is none, or if its
+ * key is NULL.  The key stays valid until the next read or release.
  */
-static bool
-read_row(PmhashKeyReader *kr, ItemPointer tid, Snapshot snapshot, Datum *key, bool *isnull)
+bool
+pmhash_key_read(PmhashKeyReader *kr, ItemPointer tid, Snapshot snapshot, Datum *key)
 {
 	ItemPointerData htid = *tid;
 	bool		call_again = false;
 	bool		all_dead;
 	Datum		values[INDEX_MAX_KEYS];
-	bool		nulls[INDEX_MAX_KEYS];
+	bool		isnull[INDEX_MAX_KEYS];
 
 	if (kr->estate != NULL)
 		ResetPerTupleExprContext(kr->estate);
@@ -67,49 +68,24 @@ read_row(PmhashKeyReader *kr, ItemPointer tid, Snapshot snapshot, Datum *key, bo
 		return false;
 	if (kr->estate != NULL)
 		GetPerTupleExprContext(kr->estate)->ecxt_scantuple = kr->slot;
-	FormIndexDatum(kr->info, kr->slot, kr->estate, values, nulls);
+	FormIndexDatum(kr->info, kr->slot, kr->estate, values, isnull);
 	*key = values[0];
-	*isnull = nulls[0];
-	return true;
-}
-
-/*
- * Read the key of the tuple an index entry points to: the first tuple of
- * its HOT chain that snapshot accepts (a snapshot that sees the live
- * member: see read_live_row).  False if there is none, or if its key is
- * NULL.  The key stays valid until the next read or release.
- */
-bool
-pmhash_key_read(PmhashKeyReader *kr, ItemPointer tid, Snapshot snapshot, Datum *key)
-{
-	bool		isnull;
-
-	return read_row(kr, tid, snapshot, key, &isnull) && !isnull;
+	return !isnull[0];
 }
 
 /*
  * Read the key of the live (or in-progress) tuple of the HOT chain at tid,
  * the one the index holds the key of: older members of a chain that was
  * HOT-updated before the index existed (CREATE INDEX CONCURRENTLY) may
- * have other keys, and a dead tuple's key may lie in TOAST chunks already
- * removed.  False if there is none.
+ * have other keys.  False if there is none, or if its key is NULL.
  */
-static bool
-read_live_row(PmhashKeyReader *kr, ItemPointer tid, Datum *key, bool *isnull)
+bool
+pmhash_key_read_live(PmhashKeyReader *kr, ItemPointer tid, Datum *key)
 {
 	SnapshotData dirty;
 
 	InitDirtySnapshot(dirty);
-	return read_row(kr, tid, &dirty, key, isnull);
-}
-
-/* The key of the live tuple of the HOT chain at tid (read_live_row); false if none or NULL. */
-bool
-pmhash_key_read_live(PmhashKeyReader *kr, ItemPointer tid, Datum *key)
-{
-	bool		isnull;
-
-	return read_live_row(kr, tid, key, &isnull) && !isnull;
+	return pmhash_key_read(kr, tid, &dirty, key);
 }
 
 /* Whether two keys are equal by the operator class. */

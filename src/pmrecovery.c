@@ -5,10 +5,10 @@
  *
  * Before replay, every entry in a bucket stamped after the redo start point
  * is flagged unverified (by the postmaster as soon as it sees that the
- * server crashed, since PostgreSQL runs no redo, and so no rm_startup, when
- * no WAL follows the last checkpoint; then by the startup process, unless
- * the postmaster already did from the same point): it may be a phantom whose WAL was lost, or a torn
- * slot of a base-backup copy; in a file with checksums, such buckets and
+ * server crashed, since PostgreSQL runs no redo, and so no rm_startup,
+ * when no WAL follows the last checkpoint; then by the startup process,
+ * unless the postmaster already did from the same point): it may be a
+ * phantom whose WAL was lost, or a torn slot of a base-backup copy; in a file with checksums, such buckets and
  * posting blocks are resealed, since a crash may have kept a commit without
  * its seal (src/README, Durability hazards).  After replay, everything the
  * startup process changed is made durable, all shared state is dropped so

@@ -25,8 +25,8 @@
 #include "postgres.h"
 
 #include "access/relscan.h"
-#include "nodes/tidbitmap.h"
 #include "catalog/index.h"
+#include "nodes/tidbitmap.h"
 #include "pgstat.h"
 #include "replication/logicalworker.h"
 #include "utils/lsyscache.h"

@@ -16,8 +16,9 @@
  * home bucket to the first bucket whose overflow bit is clear).  If the run
  * is full, the entry extends it by at most PMH_MAX_PROBE buckets, setting the
  * overflow bit of every full bucket it passes, durably, before it commits
- * itself, so a lookup can never stop short of a committed entry.  Deleted slots are free
- * at once; overflow bits are cleared only by rebuilding the shard.
+ * itself, so a lookup can never stop short of a committed entry.  Deleted
+ * slots are free at once; overflow bits are cleared only by rebuilding the
+ * shard.
  *
  * Entries left by a crash may be phantoms (their WAL record was lost) and
  * are flagged unverified until checked against the heap.  An insert of an
