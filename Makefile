@@ -11,6 +11,7 @@ OBJS = \
 	src/pmcleaner.o \
 	src/pmcost.o \
 	src/pmdirectory.o \
+	src/pmdurable.o \
 	src/pmfault.o \
 	src/pmfilename.o \
 	src/pmfuncs.o \
@@ -26,6 +27,7 @@ OBJS = \
 	src/pmshard.o \
 	src/pmshmem.o \
 	src/pmspace.o \
+	src/pmsyncer.o \
 	src/pmstorage.o \
 	src/pmunique.o \
 	src/pmupsert.o \

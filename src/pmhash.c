@@ -31,6 +31,7 @@ int			pmhash_max_indexes = 128;
 int			pmhash_max_shards = 131072;
 int			pmhash_shard_locks = 1024;
 bool		pmhash_os_crash_shadows = false;
+int			pmhash_sync_interval = 1000;
 bool		pmhash_preloaded = false;
 
 static relopt_kind pmhash_relopt_kind;
@@ -96,6 +97,15 @@ define_gucs(void)
 							PGC_POSTMASTER,
 							0,
 							NULL, NULL, NULL);
+	DefineCustomIntVariable("pmhash.sync_interval",
+							"Time between two rounds of the syncer, which makes index changes on ordinary files durable after their commits.",
+							"Crash recovery replays pmhash's WAL from the last round; "
+							"a replication slot, pmhash_durable, keeps that WAL.",
+							&pmhash_sync_interval,
+							1000, 10, 60000,
+							PGC_SIGHUP,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
 	DefineCustomBoolVariable("pmhash.os_crash_shadows",
 							 "Test only: keeps beside each index file on an ordinary file system a copy "
 							 "of what pmhash synced, for simulated operating system crashes.",
@@ -109,7 +119,7 @@ define_gucs(void)
 	MarkGUCPrefixReserved("pmhash");
 }
 
-/* Register the background worker that removes orphaned files. */
+/* Register the background workers: the file cleaner and the syncer. */
 static void
 register_worker(void)
 {
@@ -123,6 +133,13 @@ register_worker(void)
 	strlcpy(worker.bgw_function_name, "pmhash_worker_main", BGW_MAXLEN);
 	strlcpy(worker.bgw_name, "pmhash file cleaner", BGW_MAXLEN);
 	strlcpy(worker.bgw_type, "pmhash file cleaner", BGW_MAXLEN);
+	RegisterBackgroundWorker(&worker);
+
+	strlcpy(worker.bgw_function_name, "pmhash_syncer_main", BGW_MAXLEN);
+	strlcpy(worker.bgw_name, "pmhash syncer", BGW_MAXLEN);
+	strlcpy(worker.bgw_type, "pmhash syncer", BGW_MAXLEN);
+	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	worker.bgw_restart_time = 5;
 	RegisterBackgroundWorker(&worker);
 }
 

@@ -119,6 +119,7 @@ typedef struct PmhashShare
 	bool		durable;		/* false for temporary indexes */
 	uint64		last_use;		/* attach clock, for eviction */
 	pg_atomic_uint64 file_units;	/* current length of the file */
+	pg_atomic_uint32 unsynced;	/* changes since the syncer's last sync */
 	uint64		pool_unit;		/* shared pool space of this share */
 	uint64		pool_units;
 	PmhashShardState *shards;
@@ -147,6 +148,8 @@ typedef struct PmhashLocal
 	uint64	   *dirty;			/* pairs of (start, end) byte offsets */
 	int			ndirty;
 	int			maxdirty;
+	XLogRecPtr	dirty_since;	/* WAL insert position at the first of them */
+	bool		left_to_syncer; /* a commit left changes to the syncer */
 	bool		deferred;		/* bulk build: flushes wait for the end */
 	bool		logged;			/* changes are WAL-logged (set by each open) */
 	bool		redo_dirty;		/* replay changed it since its last sync */
@@ -164,7 +167,8 @@ typedef struct PmhashKeyReader
 	IndexInfo  *info;
 	FmgrInfo	eq;				/* the operator class's equality function */
 	Oid			collation;
-	EState	   *estate;			/* for expression indexes, else NULL */
+	EState	   *estate;			/* for expressions and predicates, else NULL */
+	ExprState  *predicate;		/* a partial index's, once prepared */
 	bool		owns_expressions;	/* prepared the expressions in estate */
 	TupleTableSlot *slot;
 	struct IndexFetchTableData *fetch;
@@ -176,6 +180,7 @@ extern int	pmhash_max_indexes;
 extern int	pmhash_max_shards;
 extern int	pmhash_shard_locks;
 extern bool pmhash_os_crash_shadows;
+extern int	pmhash_sync_interval;
 extern bool pmhash_preloaded;
 extern void pmhash_check_preloaded(void);
 extern Datum pmhash_handler(PG_FUNCTION_ARGS);
@@ -199,6 +204,12 @@ extern void pmhash_forget_file(const PmhashFileKey *key);
 extern uint64 pmhash_forget_counter(void);
 extern void pmhash_set_flagged_from(XLogRecPtr position);
 extern XLogRecPtr pmhash_flagged_from(void);
+extern XLogRecPtr pmhash_defer_floor(void);
+extern void pmhash_set_defer_floor(XLogRecPtr position);
+extern XLogRecPtr pmhash_durable_position(void);
+extern void pmhash_set_durable_position(XLogRecPtr position);
+extern void pmhash_share_mark_unsynced(PmhashShare *share);
+extern int	pmhash_collect_unsynced(char (*paths)[MAXPGPATH], int max);
 extern uint64 pmhash_retire_epoch(void);
 extern void pmhash_wait_for_readers(uint64 epoch);
 extern bool pmhash_readers_done(uint64 epoch);
@@ -206,6 +217,7 @@ extern bool pmhash_readers_done(uint64 epoch);
 /* pmdirectory.c */
 extern void pmhash_directory_ensure(void);
 extern void pmhash_directory_lock(void);
+extern bool pmhash_recovering_from_backup(void);
 extern bool pmhash_directory_restore_begin(void);
 extern void pmhash_directory_restore_end(XLogRecPtr end);
 extern bool pmhash_directory_lost_to_restore(XLogRecPtr meta_lsn);
@@ -226,7 +238,13 @@ extern bool pmhash_is_plain_file(const char *path);
 
 /* pmshadow.c */
 extern void pmhash_shadow_synced(const char *path, const char *base, uint64 offset, uint64 len);
+extern void pmhash_shadow_synced_file(const char *path, int fd);
 extern void pmhash_shadow_forget(const char *path);
+
+/* pmdurable.c */
+extern void pmhash_fsync_file(const char *path);
+extern bool pmhash_durable_read(XLogRecPtr *position);
+extern void pmhash_durable_write(XLogRecPtr position);
 
 /* pmmeta.c */
 extern void pmhash_read_meta(Relation index, PmhashMetaData *meta, XLogRecPtr *lsn);
@@ -247,6 +265,7 @@ extern void pmhash_foreach_local(void (*fn) (PmhashLocal *ix));
 extern void pmhash_pmem_flush(void *arg, const void *addr, size_t len);
 extern void pmhash_pmem_drain(void *arg);
 extern void pmhash_sync_dirty(PmhashLocal *ix);
+extern void pmhash_sync_for_commit(void);
 extern void pmhash_sync_all_dirty(void);
 extern PmhPersist pmhash_normal_persist(PmhashLocal *ix);
 extern void pmhash_persist_range(char *base, size_t len, int is_pmem, const char *path);
@@ -323,7 +342,7 @@ extern int	pmhash_entry_tid_cmp(const void *a, const void *b);
 extern void pmhash_wal_register(void);
 
 /* pmrecovery.c */
-extern void pmhash_recovery_flag_files(XLogRecPtr redo_start, bool distrust);
+extern void pmhash_recovery_flag_files(XLogRecPtr redo_start, const char *distrust);
 extern void pmhash_recovery_after_crash(void);
 extern void pmhash_recovery_finish(void);
 extern void pmhash_mark_needs_rebuild(const RelFileNode *node);
@@ -349,6 +368,9 @@ extern void pmhash_sweep_orphans(int elevel);
 extern FullTransactionId pmhash_recent_full_xid(TransactionId xid);
 extern bool pmhash_find_main_fork(Oid db, Oid rel, BackendId backend, RelFileNode *node);
 extern void pmhash_worker_main(Datum arg) pg_attribute_noreturn();
+
+/* pmsyncer.c */
+extern void pmhash_syncer_main(Datum arg) pg_attribute_noreturn();
 
 /* pmxact.c */
 extern void pmhash_xact_init(void);

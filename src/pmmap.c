@@ -26,6 +26,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "access/xlog.h"
+#include "storage/ipc.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
@@ -35,6 +37,8 @@
 static HTAB *local_indexes = NULL;
 static uint64 forget_seen = 0;
 static bool any_dirty = false;
+static XLogRecPtr left_upto = InvalidXLogRecPtr;	/* pmhash_sync_for_commit */
+static bool exit_callback_registered = false;
 
 /* The backend-local entry of a file, created empty if new. */
 PmhashLocal *
@@ -214,6 +218,13 @@ record_dirty(void *arg, const void *addr, size_t len)
 	uint64		start = (uint64) ((const char *) addr - ix->base) / granule * granule;
 	uint64		end = ((uint64) ((const char *) addr - ix->base) + len + granule - 1) / granule * granule;
 
+	if (!ix->is_pmem)
+	{
+		/* the syncer must see the change; its records follow dirty_since */
+		if (ix->ndirty == 0)
+			ix->dirty_since = GetXLogInsertRecPtr();
+		pmhash_share_mark_unsynced(ix->share);
+	}
 	if (ix->ndirty > 0)
 	{
 		uint64	   *last = &ix->dirty[2 * (ix->ndirty - 1)];
@@ -282,7 +293,76 @@ pmhash_sync_dirty(PmhashLocal *ix)
 	ix->ndirty = 0;
 }
 
-/* Make durable every file this backend dirtied (at commit, and during replay). */
+/*
+ * Backend exit: make durable the files whose changes commits of this
+ * backend left to the syncer, unless it already did.  At a clean shutdown
+ * the syncer may stop first, and no recovery would replay those changes.
+ */
+static void
+sync_left_at_exit(int code pg_attribute_unused(), Datum arg pg_attribute_unused())
+{
+	HASH_SEQ_STATUS status;
+	PmhashLocal   *ix;
+
+	if (local_indexes == NULL || pmhash_durable_position() >= left_upto)
+		return;
+	hash_seq_init(&status, local_indexes);
+	while ((ix = hash_seq_search(&status)) != NULL)
+	{
+		char		path[MAXPGPATH];
+
+		if (!ix->left_to_syncer)
+			continue;
+		pmhash_file_path(&ix->key, path);
+		pmhash_fsync_file(path);
+		ix->left_to_syncer = false;
+	}
+}
+
+/*
+ * Pre-commit: make this backend's changes durable before the commit record
+ * (src/README, Durability hazards, 2).  The changes to an ordinary file
+ * made after the syncer's defer floor are left to it instead: it syncs
+ * them within pmhash.sync_interval, and crash recovery replays them from
+ * the durable position until then.
+ */
+void
+pmhash_sync_for_commit(void)
+{
+	HASH_SEQ_STATUS status;
+	PmhashLocal   *ix;
+	XLogRecPtr	floor;
+	bool		left = false;
+
+	if (!any_dirty || local_indexes == NULL)
+		return;
+	floor = pmhash_defer_floor();
+	hash_seq_init(&status, local_indexes);
+	while ((ix = hash_seq_search(&status)) != NULL)
+	{
+		if (ix->ndirty == 0 || ix->base == NULL)
+			continue;
+		if (!ix->is_pmem && floor != InvalidXLogRecPtr && ix->dirty_since >= floor)
+		{
+			ix->ndirty = 0;
+			ix->left_to_syncer = true;
+			left = true;
+		}
+		else
+			pmhash_sync_dirty(ix);
+	}
+	any_dirty = false;
+	if (left)
+	{
+		/* every record of those changes lies before this position */
+		left_upto = GetXLogInsertRecPtr();
+		if (!exit_callback_registered)
+			before_shmem_exit(sync_left_at_exit, 0);
+		exit_callback_registered = true;
+	}
+}
+
+/* Make durable every file this backend dirtied (replay). */
 void
 pmhash_sync_all_dirty(void)
 {

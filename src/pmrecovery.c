@@ -88,10 +88,11 @@ flag_file(const char *path, XLogRecPtr redo_start)
 
 /*
  * Before replay: flag the unverified entries of every permanent index file,
- * or, to distrust them all, mark every one to be rebuilt.
+ * or, to distrust them all, mark every one to be rebuilt, saying why
+ * ("is not part of the restored base backup").
  */
 void
-pmhash_recovery_flag_files(XLogRecPtr redo_start, bool distrust)
+pmhash_recovery_flag_files(XLogRecPtr redo_start, const char *distrust)
 {
 	DIR		   *dir = AllocateDir(pmhash_directory);
 	struct dirent *de;
@@ -110,14 +111,14 @@ pmhash_recovery_flag_files(XLogRecPtr redo_start, bool distrust)
 			backend != InvalidBackendId)
 			continue;
 		snprintf(path, MAXPGPATH, "%s/%s", pmhash_directory, de->d_name);
-		if (!distrust)
+		if (distrust == NULL)
 			flag_file(path, redo_start);
 		else
 		{
 			pmhash_set_file_state(path, PMH_STATE_NEEDS_REBUILD);
 			ereport(LOG,
-					(errmsg("pmhash: \"%s\" is not part of the restored base backup; the index will be rebuilt from its table when next used",
-							path)));
+					(errmsg("pmhash: \"%s\" %s; the index will be rebuilt from its table when next used",
+							path, distrust)));
 		}
 	}
 	FreeDir(dir);
@@ -140,7 +141,7 @@ pmhash_recovery_after_crash(void)
 	if (crc_ok &&
 		(control->state == DB_IN_PRODUCTION || control->state == DB_IN_CRASH_RECOVERY))
 	{
-		pmhash_recovery_flag_files(control->checkPointCopy.redo, false);
+		pmhash_recovery_flag_files(control->checkPointCopy.redo, NULL);
 		pmhash_set_flagged_from(control->checkPointCopy.redo);
 	}
 	pfree(control);

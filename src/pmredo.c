@@ -356,17 +356,108 @@ pmhash_identify(uint8 info)
 }
 
 /*
+ * Replay pmhash's own records from position from up to the redo point:
+ * changes that commits left to the syncer and that it had not yet made
+ * durable (pmsyncer.c).  False if that WAL cannot be read.
+ */
+static bool
+replay_from_durable(XLogRecPtr from, XLogRecPtr redo)
+{
+	MemoryContext context = CurrentMemoryContext;
+	ReadLocalXLogPageNoWaitPrivate *private = palloc0(sizeof(ReadLocalXLogPageNoWaitPrivate));
+	XLogReaderState *reader;
+	volatile uint64 replayed = 0;
+	volatile bool complete = false;
+
+	reader = XLogReaderAllocate(wal_segment_size, NULL,
+								XL_ROUTINE(.page_read = read_local_xlog_page_no_wait,
+										   .segment_open = wal_segment_open,
+										   .segment_close = wal_segment_close),
+								private);
+	if (reader == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("out of memory while allocating a WAL reading processor")));
+	PG_TRY();
+	{
+		XLogRecPtr	first = XLogFindNextRecord(reader, from);
+
+		if (first != InvalidXLogRecPtr)
+		{
+			XLogBeginRead(reader, first);
+			for (;;)
+			{
+				char	   *errormsg;
+
+				if (reader->EndRecPtr >= redo)
+				{
+					complete = true;
+					break;
+				}
+				if (XLogReadRecord(reader, &errormsg) == NULL)
+				{
+					/* the last record may end a page header short of the redo point */
+					complete = reader->EndRecPtr + SizeOfXLogLongPHD >= redo;
+					break;
+				}
+				if (reader->ReadRecPtr >= redo)
+				{
+					complete = true;
+					break;
+				}
+				if (XLogRecGetRmid(reader) == RM_PMHASH_ID)
+				{
+					pmhash_redo(reader);
+					replayed++;
+				}
+			}
+		}
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(context);
+		EmitErrorReport();
+		FlushErrorState();
+		complete = false;
+	}
+	PG_END_TRY();
+	XLogReaderFree(reader);
+	if (complete)
+		ereport(LOG,
+				(errmsg("pmhash: replayed %llu records from the durable position %X/%X up to the redo point %X/%X",
+						(unsigned long long) replayed, LSN_FORMAT_ARGS(from), LSN_FORMAT_ARGS(redo))));
+	return complete;
+}
+
+/*
  * rm_startup: before replay, flag what a crash may have left unverified, or
- * distrust every file if a restored backup did not contain them.
+ * distrust every file if a restored backup did not contain them.  If the
+ * syncer's durable position lies before the redo point, flag from there
+ * and replay pmhash's records from there up to the redo point first
+ * (src/README, The syncer); if that WAL is gone, rebuild every file.
  */
 static void
 pmhash_startup(void)
 {
-	bool		distrust = pmhash_directory_restore_begin();
+	XLogRecPtr	redo = GetRedoRecPtr();
+	XLogRecPtr	from = redo;
+	XLogRecPtr	durable;
 
+	if (pmhash_directory_restore_begin())
+	{
+		/* a base backup copies pmhash.durable: the source server's position */
+		pmhash_durable_write(InvalidXLogRecPtr);
+		pmhash_recovery_flag_files(redo, "is not part of the restored base backup");
+		return;
+	}
+	if (pmhash_durable_read(&durable) && durable != InvalidXLogRecPtr && durable < redo)
+		from = durable;
 	/* the postmaster may have flagged them from this very point already */
-	if (distrust || pmhash_flagged_from() != GetRedoRecPtr())
-		pmhash_recovery_flag_files(GetRedoRecPtr(), distrust);
+	if (pmhash_flagged_from() != from)
+		pmhash_recovery_flag_files(from, NULL);
+	if (from < redo && !replay_from_durable(from, redo))
+		pmhash_recovery_flag_files(from, psprintf("may lack changes whose WAL from %X/%X is gone",
+												  LSN_FORMAT_ARGS(from)));
 }
 
 /* rm_cleanup: after replay, make it durable and hand over to normal running. */
@@ -376,6 +467,8 @@ pmhash_cleanup(void)
 	ListCell   *lc;
 
 	pmhash_redo_synced(GetXLogReplayRecPtr(NULL));
+	/* every replayed change is durable: none is left for a crash to replay */
+	pmhash_durable_write(InvalidXLogRecPtr);
 	pmhash_directory_restore_end(GetXLogReplayRecPtr(NULL));
 	pmhash_recovery_finish();
 	foreach(lc, unapplied_files)

@@ -94,6 +94,33 @@ pmhash_shadow_synced(const char *path, const char *base, uint64 offset, uint64 l
 	CloseTransientFile(fd);
 }
 
+/* A whole file was made durable: copy it into its shadow (fd reads it). */
+void
+pmhash_shadow_synced_file(const char *path, int fd)
+{
+	char		shadow[MAXPGPATH];
+	char	   *buf;
+	int			sfd;
+	uint64		offset = 0;
+	ssize_t		n;
+
+	if (!pmhash_os_crash_shadows)
+		return;
+	buf = palloc(BLCKSZ * 16);
+	sfd = shadow_open(path, shadow);
+	while ((n = pg_pread(fd, buf, BLCKSZ * 16, (off_t) offset)) > 0)
+	{
+		write_fully(sfd, buf, n, offset, shadow);
+		offset += n;
+	}
+	if (n < 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not read pmhash file \"%s\": %m", path)));
+	CloseTransientFile(sfd);
+	pfree(buf);
+}
+
 /* A file is created anew: its old shadow, if any, no longer applies. */
 void
 pmhash_shadow_forget(const char *path)

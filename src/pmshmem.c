@@ -50,6 +50,8 @@ typedef struct PmhShared
 	pg_atomic_uint64 attach_clock;
 	pg_atomic_uint64 forget_counter;
 	XLogRecPtr	flagged_from;	/* the postmaster flagged files from there */
+	pg_atomic_uint64 defer_floor;	/* pmsyncer.c; 0: every commit syncs */
+	pg_atomic_uint64 durable_position;	/* last durable position written */
 	int			nshares;
 	int			nprocs;
 	PmhFreeMap	pool_map;		/* free space of the pool, in POOL_UNITs */
@@ -132,6 +134,8 @@ pmhash_shmem_startup(void)
 		pg_atomic_init_u64(&shared->attach_clock, 1);
 		pg_atomic_init_u64(&shared->forget_counter, 0);
 		shared->flagged_from = InvalidXLogRecPtr;
+		pg_atomic_init_u64(&shared->defer_floor, 0);
+		pg_atomic_init_u64(&shared->durable_position, 0);
 		shared->nshares = pmhash_max_indexes;
 		shared->nprocs = proc_count();
 		for (int i = 0; i < shared->nprocs; i++)
@@ -140,6 +144,7 @@ pmhash_shmem_startup(void)
 		for (int i = 0; i < shared->nshares; i++)
 		{
 			pg_atomic_init_u64(&shares[i].file_units, 0);
+			pg_atomic_init_u32(&shares[i].unsynced, 0);
 			shares[i].alloc_lock = FIRST_ALLOC_LOCK + i;
 		}
 		/* unit 0 of the pool is never handed out: 0 means "none" */
@@ -298,6 +303,7 @@ share_is_orphan(PmhashShare *share)
 /*
  * Detach a share: make it unfindable, wait for readers that may still use
  * it, and give its pool space back (share table lock held exclusively).
+ * The caller decides about changes not yet synced (the unsynced flag).
  */
 void
 pmhash_share_release(PmhashShare *share)
@@ -315,6 +321,19 @@ pmhash_share_release(PmhashShare *share)
 	share->nretired = 0;
 	pg_atomic_write_u64(&shared->forget_counter,
 						pg_atomic_read_u64(&shared->forget_counter) + 1);
+}
+
+/*
+ * Evict a share to reuse its place, then sync the changes that commits
+ * left to the syncer, which would no longer find the file.
+ */
+static void
+evict(PmhashShare *share)
+{
+	pmhash_share_release(share);
+	/* no one writes to it any more; the path stays until the share is reused */
+	if (pg_atomic_exchange_u32(&share->unsynced, 0) != 0)
+		pmhash_fsync_file(share->path);
 }
 
 /* An attached share to evict: one whose index is gone, else the least used. */
@@ -381,13 +400,13 @@ pmhash_share_assign(const PmhashFileKey *key, uint32 shard_bits)
 							(unsigned long long) nshards),
 					 errhint("Increase pmhash.max_shards (now %d) and restart the server.",
 							 pmhash_max_shards)));
-		pmhash_share_release(share);
+		evict(share);
 	}
 	share = share_free();
 	if (share == NULL)
 	{
 		share = share_victim();
-		pmhash_share_release(share);
+		evict(share);
 	}
 
 	share->key = *key;
@@ -431,6 +450,8 @@ pmhash_shares_detach_all(void (*on_broken) (PmhashShare *share))
 		if (broken)
 			on_broken(share);
 		pmhash_share_release(share);
+		/* recovery synced everything it replayed */
+		pg_atomic_write_u32(&share->unsynced, 0);
 	}
 	LWLockRelease(pmhash_share_table_lock());
 }
@@ -446,7 +467,11 @@ pmhash_forget_file(const PmhashFileKey *key)
 	LWLockAcquire(pmhash_share_table_lock(), LW_EXCLUSIVE);
 	share = pmhash_share_find(key);
 	if (share)
+	{
 		pmhash_share_release(share);
+		/* the file is dropped or replaced: its old changes do not matter */
+		pg_atomic_write_u32(&share->unsynced, 0);
+	}
 	LWLockRelease(pmhash_share_table_lock());
 }
 
@@ -469,4 +494,70 @@ XLogRecPtr
 pmhash_flagged_from(void)
 {
 	return shared->flagged_from;
+}
+
+/*
+ * The WAL position from which commits may leave the sync of their changes
+ * to the syncer (pmsyncer.c), or 0 while every commit syncs its own.
+ */
+XLogRecPtr
+pmhash_defer_floor(void)
+{
+	return pg_atomic_read_u64(&shared->defer_floor);
+}
+
+/* Let commits whose changes were all made from position on defer their sync. */
+void
+pmhash_set_defer_floor(XLogRecPtr position)
+{
+	pg_atomic_write_u64(&shared->defer_floor, position);
+}
+
+/* The last durable position the syncer or recovery wrote. */
+XLogRecPtr
+pmhash_durable_position(void)
+{
+	return pg_atomic_read_u64(&shared->durable_position);
+}
+
+/* Publish a durable position that is on disk. */
+void
+pmhash_set_durable_position(XLogRecPtr position)
+{
+	pg_atomic_write_u64(&shared->durable_position, position);
+}
+
+/*
+ * A change was just stored in a share's file and is not yet durable.  The
+ * barrier orders the store before the flag's read, so that a syncer which
+ * clears the flag after this read syncs the change.
+ */
+void
+pmhash_share_mark_unsynced(PmhashShare *share)
+{
+	pg_memory_barrier();
+	if (pg_atomic_read_u32(&share->unsynced) == 0)
+		pg_atomic_write_u32(&share->unsynced, 1);
+}
+
+/*
+ * Paths of the files with changes not yet synced, at most max of them
+ * (the rest stay flagged); their flags are cleared.
+ */
+int
+pmhash_collect_unsynced(char (*paths)[MAXPGPATH], int max)
+{
+	int			n = 0;
+
+	LWLockAcquire(pmhash_share_table_lock(), LW_SHARED);
+	for (int i = 0; i < shared->nshares && n < max; i++)
+	{
+		PmhashShare *share = &shares[i];
+
+		if (share->state == PMHASH_SHARE_READY &&
+			pg_atomic_exchange_u32(&share->unsynced, 0) != 0)
+			strlcpy(paths[n++], share->path, MAXPGPATH);
+	}
+	LWLockRelease(pmhash_share_table_lock());
+	return n;
 }

@@ -280,12 +280,12 @@ xact_callback(XactEvent event, void *arg pg_attribute_unused())
 	{
 		case XACT_EVENT_PRE_COMMIT:
 			flush_pending_all();
-			pmhash_sync_all_dirty();
+			pmhash_sync_for_commit();
 			collect_commit_unlinks();
 			break;
 		case XACT_EVENT_PRE_PREPARE:
 			flush_pending_all();
-			pmhash_sync_all_dirty();
+			pmhash_sync_for_commit();
 			break;
 		case XACT_EVENT_COMMIT:
 			foreach(lc, commit_unlinks)

@@ -6,13 +6,15 @@
 #      table with one index, pmhash vs hash vs btree, with the table's own WAL
 #      (no index) as the baseline;
 #   2. commit latency of one-row INSERT transactions (pgbench, 1 client) with a
-#      pmhash or a hash index, on a cluster whose pmhash files are on /dev/shm
-#      with PMEM_IS_PMEM_FORCE=1 (pmem path) and on one whose files are on the
-#      ordinary disk (msync path): LATENCY_REPS runs of each, alternating, and
+#      pmhash, hash or btree index, on a cluster whose pmhash files are on
+#      /dev/shm with PMEM_IS_PMEM_FORCE=1 (pmem path) and on one whose files
+#      are on the ordinary disk (msync path, where the syncer makes them
+#      durable behind the commits): LATENCY_REPS runs of each, rotated, and
 #      the median of each;
-#   3. crash recovery time with RECOVERY_ROWS (default 10,000,000) entries:
-#      restart after an immediate stop, and the first query's time, pmhash vs
-#      hash.
+#   3. with RECOVERY_ROWS (default 10,000,000) entries, on both paths, for no
+#      index, pmhash, hash and btree: the time of a CHECKPOINT after 200,000
+#      inserts, then, after 200,000 more, crash recovery: restart after an
+#      immediate stop, and the first query's time.
 # Writes test/bench/out/durability.csv and prints a table.  Environment:
 # ROWS, RECOVERY_ROWS, LATENCY_SECONDS (default 20), LATENCY_REPS (default 3).
 set -u
@@ -69,13 +71,22 @@ median_of() {
 		awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
-# Seconds for the server to come back after an immediate stop, and the first query's ms.
-recovery_time() {
-	local am=$1 t0 t1 first
+# Milliseconds of SQL $1 (psql's timing).
+timed_ms() {
+	psql -X -q -At -c '\timing on' -c "$1" | sed -nE 's/^Time: ([0-9.]+) ms.*/\1/p'
+}
+
+# With an index of method $1 (none: no index) on RECOVERY_ROWS rows: the ms of
+# a CHECKPOINT after 200,000 inserts; then, after 200,000 more, the seconds
+# for the server to come back after an immediate stop, and the first query's ms.
+checkpoint_and_recovery() {
+	local am=$1 checkpoint t0 t1 first
 	sql "DROP TABLE IF EXISTS r; CREATE TABLE r (id bigint, k bigint)"
 	sql "INSERT INTO r SELECT i, (random() * 4e18)::bigint FROM generate_series(1, $RECOVERY_ROWS) i"
-	sql "CREATE INDEX r_k ON r USING $am (k)"
+	[ "$am" = none ] || sql "CREATE INDEX r_k ON r USING $am (k)"
 	sql "CHECKPOINT"
+	sql "INSERT INTO r SELECT i, (random() * 4e18)::bigint FROM generate_series(1, 200000) i"
+	checkpoint=$(timed_ms "CHECKPOINT")
 	# changes after the checkpoint, for replay to redo
 	sql "INSERT INTO r SELECT i, (random() * 4e18)::bigint FROM generate_series(1, 200000) i"
 	as_pg pg_ctl -D "$PGDATA_DIR" -m immediate -w stop >/dev/null
@@ -84,7 +95,7 @@ recovery_time() {
 	t1=$(date +%s.%N)
 	first=$(psql -X -q -At -c "SET enable_seqscan = off" -c '\timing on' \
 		-c "SELECT count(*) FROM r WHERE k = 42" | sed -nE 's/^Time: ([0-9.]+) ms.*/\1/p')
-	echo "$(echo "$t1 - $t0" | bc -l | xargs printf '%.2f') $first"
+	echo "$checkpoint $(echo "$t1 - $t0" | bc -l | xargs printf '%.2f') $first"
 }
 
 install_packages
@@ -106,22 +117,24 @@ for path in pmem msync; do
 		done
 	fi
 	: >"$WORK/latency"
+	ams="pmhash hash btree"
 	for rep in $(seq "$LATENCY_REPS"); do
-		for am in hash pmhash; do
+		for am in $ams; do
 			echo "$am $(commit_latency "$am")" >>"$WORK/latency"
 		done
+		ams="${ams#* } ${ams%% *}"
 	done
-	for am in hash pmhash; do
+	for am in pmhash hash btree; do
 		result commit_latency "$am" "$path" "$(median_of "$am" "$WORK/latency")" ms
 	done
-	if [ "$path" = pmem ]; then
-		for am in pmhash hash; do
-			read -r restart first < <(recovery_time "$am")
-			result recovery_restart "$am" "$path" "$restart" s
-			result recovery_first_query "$am" "$path" "$first" ms
-		done
-		grep -E "pmhash: .* entries .* checked|redo done" "$PGHOST/server.log" | tail -4 | sed 's/^/  log: /'
-	fi
+	sql "DROP TABLE c"
+	for am in none pmhash hash btree; do
+		read -r checkpoint restart first < <(checkpoint_and_recovery "$am")
+		result checkpoint_after_inserts "$am" "$path" "$checkpoint" ms
+		result recovery_restart "$am" "$path" "$restart" s
+		[ "$am" = none ] || result recovery_first_query "$am" "$path" "$first" ms
+	done
+	grep -E "pmhash: .* entries .* checked|pmhash: replayed|redo done" "$PGHOST/server.log" | tail -4 | sed 's/^/  log: /'
 	stop_cluster
 done
 echo "results in $CSV"

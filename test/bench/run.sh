@@ -4,8 +4,8 @@
 #
 # Installs what it needs (common.sh's packages and python3-matplotlib), builds
 # and installs pmhash and the helper extension of test/bench/am/, starts a
-# throwaway cluster with its pmhash files on /dev/shm (PMEM_IS_PMEM_FORCE=1),
-# and measures, for each AM in turn:
+# throwaway cluster with its pmhash files on /dev/shm (PMEM_IS_PMEM_FORCE=1;
+# BENCH_PATH=msync puts them on the ordinary disk instead), and measures, for each AM in turn:
 #   SQL level, for each data set (1M and 10M random int8 keys, 1M md5 text
 #     keys): build time, size, nested-loop probes of present and of absent
 #     keys, and inserts into the indexed table (time and WAL per row);
@@ -43,9 +43,13 @@
 #   PGBENCH_SHARED_BUFFERS  shared_buffers of the pgbench runs ("128MB 2GB")
 #   PGBENCH_SECONDS  duration of each pgbench run (10 [5])
 #   PGBENCH_REPS     repetitions of each pgbench run (3 [1])
+#   PGBENCH_MODES    pgbench modes ("select prepared tpcb": select-only,
+#                    the same with prepared statements, TPC-B-like)
 #   PGBENCH_OPTS     extra pgbench options for every run (none); a -M or
 #                    --protocol there also skips the bound of select-only
 #   SHARED_BUFFERS   shared_buffers of the SQL- and AM-level part (2GB)
+#   BENCH_PATH       pmem (files on /dev/shm, PMEM_IS_PMEM_FORCE=1) or msync
+#                    (files in the data directory on the ordinary disk) (pmem)
 #   SKIP_CORE        set to skip test/bench/core/run.sh
 set -u
 source "$(dirname "$0")/../lib/common.sh"
@@ -78,7 +82,13 @@ PGBENCH_CLIENTS=${PGBENCH_CLIENTS:-"1 2"}
 PGBENCH_SHARED_BUFFERS=${PGBENCH_SHARED_BUFFERS:-"128MB 2GB"}
 PGBENCH_SECONDS=${PGBENCH_SECONDS:-10}
 PGBENCH_REPS=${PGBENCH_REPS:-3}
+PGBENCH_MODES=${PGBENCH_MODES:-"select prepared tpcb"}
 PGBENCH_OPTS=${PGBENCH_OPTS:-}
+BENCH_PATH=${BENCH_PATH:-pmem}
+case $BENCH_PATH in
+	pmem | msync) ;;
+	*) echo "BENCH_PATH must be pmem or msync, not '$BENCH_PATH'" >&2; exit 2 ;;
+esac
 SHARED_BUFFERS=${SHARED_BUFFERS:-2GB}
 WORK=""
 REP=0
@@ -294,7 +304,7 @@ run_pgbench() {
 		restart_with_buffers "$buffers"
 		ds=scale$scale-sb$buffers
 		for REP in $(seq 1 "$PGBENCH_REPS"); do
-			for mode in select prepared tpcb; do
+			for mode in $PGBENCH_MODES; do
 				sets=$AMS
 				[ "$mode" = tpcb ] || sets="$bound $AMS"
 				for clients in $PGBENCH_CLIENTS; do
@@ -323,7 +333,7 @@ build_bench_extension() {
 # Start the benchmark cluster and create the benchmark database.
 start_bench_cluster() {
 	WORK=$(mktemp -d /tmp/pmhash-bench-XXXXXX)
-	start_cluster "$WORK" pmem \
+	start_cluster "$WORK" "$BENCH_PATH" \
 		"shared_buffers = $SHARED_BUFFERS" \
 		"max_wal_size = 4GB" \
 		"min_wal_size = 1GB" \
@@ -361,7 +371,7 @@ main() {
 	meta started "$(date -u '+%Y-%m-%d %H:%M:%S UTC')"
 	meta commit "$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)$(git -C "$REPO" diff --quiet HEAD -- src 2>/dev/null || echo ' (src modified)')"
 	meta machine "$(nproc) cores, $(free -g | awk '/^Mem:/ { print $2 }') GB RAM, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)"
-	meta parameters "DATASETS='$DATASETS' REPS=$REPS PROBES=$PROBES INSERT_ROWS=$INSERT_ROWS AM_LOOPS=$AM_LOOPS PGBENCH_SCALES='$PGBENCH_SCALES' PGBENCH_CLIENTS='$PGBENCH_CLIENTS' PGBENCH_SHARED_BUFFERS='$PGBENCH_SHARED_BUFFERS' PGBENCH_SECONDS=$PGBENCH_SECONDS PGBENCH_REPS=$PGBENCH_REPS PGBENCH_OPTS='$PGBENCH_OPTS'"
+	meta parameters "DATASETS='$DATASETS' REPS=$REPS PROBES=$PROBES INSERT_ROWS=$INSERT_ROWS AM_LOOPS=$AM_LOOPS PGBENCH_SCALES='$PGBENCH_SCALES' PGBENCH_CLIENTS='$PGBENCH_CLIENTS' PGBENCH_SHARED_BUFFERS='$PGBENCH_SHARED_BUFFERS' PGBENCH_SECONDS=$PGBENCH_SECONDS PGBENCH_REPS=$PGBENCH_REPS PGBENCH_MODES='$PGBENCH_MODES' PGBENCH_OPTS='$PGBENCH_OPTS' BENCH_PATH=$BENCH_PATH"
 	PACKAGES="$PACKAGES python3-matplotlib"
 	install_packages
 	build_install "" || die "building pmhash failed"

@@ -2,7 +2,7 @@
 -- functions and their signatures, the access method, the operator classes
 -- and families (compared with core's hash ones), and its GUCs.
 BEGIN;
-SELECT plan(24);
+SELECT plan(25);
 
 SELECT has_extension('pmhash', 'extension pmhash is installed');
 SELECT is((SELECT extversion FROM pg_extension WHERE extname = 'pmhash'), '0.2',
@@ -91,8 +91,11 @@ SELECT results_eq(
 			 ('pmhash.max_indexes', 'postmaster', 'integer'),
 			 ('pmhash.max_shards', 'postmaster', 'integer'),
 			 ('pmhash.os_crash_shadows', 'postmaster', 'bool'),
-			 ('pmhash.shard_locks', 'postmaster', 'integer')$$,
-	'the five pmhash GUCs exist and are postmaster-only');
+			 ('pmhash.shard_locks', 'postmaster', 'integer'),
+			 ('pmhash.sync_interval', 'sighup', 'integer')$$,
+	'the six pmhash GUCs exist; only pmhash.sync_interval can change without a restart');
+SELECT throws_ok('SET pmhash.sync_interval = 50', '55P02', NULL,
+	'pmhash.sync_interval cannot be changed in a session (configuration file only)');
 SELECT throws_ok('SET pmhash.max_indexes = 64', '55P02', NULL,
 	'pmhash.max_indexes cannot be changed in a session');
 SELECT throws_ok('SET pmhash.directory = ''/tmp''', '55P02', NULL,

@@ -5,7 +5,10 @@
 # pmhash.os_crash_shadows on: every range pmhash syncs is also copied into
 # "<file>.shadow" (src/pmshadow.c), so a shadow holds what an operating
 # system crash is guaranteed to leave of its file.  The nodes differ in
-# wal_level (replica, minimal).  A simulated OS crash stops a server
+# wal_level: on replica the syncer makes index changes durable behind the
+# commits and crash recovery replays pmhash's WAL from its durable
+# position (src/README, The syncer); on minimal the syncer cannot keep WAL
+# (no replication slot) and commits msync.  A simulated OS crash stops a server
 # immediately (nothing more reaches the files), then puts each shadow in
 # place of its index file, keeping a random quarter of the file's current
 # 4 kB pages instead (write-back the OS may have done on its own), removes
@@ -24,9 +27,13 @@
 # the non-null keys (a few more when rows lost with the WAL buffers left
 # entries whose TIDs the workload reused before VACUUM: README,
 # Limitations).  The simulations must
-# have taken away unsynced pages.  The test fails when pmhash does not sync
-# at commit (checked by removing that sync), and when it does not flag
-# entries after a crash that needs no redo.
+# have taken away unsynced pages, and recoveries on replica must have
+# replayed records from the durable position.  Last, a fast shutdown under
+# the load and an OS crash after it: no recovery, and exact results.  The
+# test fails when commits do not sync (minimal), when the syncer does not
+# fsync or recovery does not replay from the durable position (replica),
+# each checked by removing it, and when pmhash does not flag entries
+# after a crash that needs no redo.
 # PMHASH_TEST_SEED sets the seed of the random moments and pages.
 use strict;
 use warnings;
@@ -70,12 +77,13 @@ sub write_bytes
 	return;
 }
 
-# Stop the node at once and leave of each index file what an OS crash
-# could: its shadow, with some pages written back.  Returns a summary.
+# Stop the node (at once, unless mode says otherwise) and leave of each
+# index file what an OS crash could: its shadow, with some pages written
+# back.  Returns a summary.
 sub os_crash
 {
-	my ($node) = @_;
-	$node->stop('immediate');
+	my ($node, $mode) = @_;
+	$node->stop($mode // 'immediate');
 	my $dir = pmhash_dir($node);
 	my ($files, $dropped, $differ) = (0, 0, 0);
 	opendir my $dh, $dir or die "opendir $dir: $!";
@@ -133,6 +141,13 @@ for my $name (sort keys %nodes)
 	my $shadows = () = glob(pmhash_dir($node) . '/*.pmh.shadow');
 	is($shadows, 3, "$name: each index file has a shadow");
 }
+like(slurp_file($nodes{replica}->logfile),
+	qr/pmhash: commits leave the sync of index changes on ordinary files to the syncer/,
+	'replica: the syncer runs');
+like(slurp_file($nodes{minimal}->logfile),
+	qr/pmhash: commits sync their index changes themselves/,
+	'minimal: commits sync (no replication slot for the syncer)');
+my $replayed = 0;        # records replayed from the durable position on replica
 
 for my $cycle (1 .. 2 * $CYCLES)
 {
@@ -151,6 +166,7 @@ for my $cycle (1 .. 2 * $CYCLES)
 	like($log, qr/database system was interrupted|not properly shut down/,
 		"$name: the node went through crash recovery");
 	$no_redo++ if $log =~ /redo is not required/;
+	$replayed += $1 while $log =~ /pmhash: replayed (\d+) records from the durable position/g;
 	check_node($node, $name, 0);
 	check_log($node, $offset, $name);
 }
@@ -162,6 +178,26 @@ for my $name (sort keys %nodes)
 		qr/^\d+ [1-9]/, "$name: rt_k grew posting chains");
 }
 note "PostgreSQL needed no redo after $no_redo of the crashes";
+cmp_ok($replayed, '>', 0,
+	"replica: recoveries replayed $replayed records from the syncer's durable position");
+
+# A fast shutdown under the load, then an OS crash: the syncer's last round
+# and the backends' exits must have made every change durable, for no
+# recovery follows a shutdown checkpoint.
+{
+	my $node = $nodes{replica};
+	my $offset = log_offset($node);
+	my $load = start_crash_load($node);
+	Time::HiRes::sleep(2 + rand(2));
+	my $what = os_crash($node, 'fast');
+	like($what, qr/\(0 unsynced pages lost\), 0 never synced/,
+		"fast shutdown: every index file was durable ($what)");
+	finish_pgbench($_) for @{ $load->{runs} };
+	unlike(slurp_file($node->logfile, $offset), qr/database system was interrupted|not properly shut down/,
+		'fast shutdown: no crash recovery');
+	check_node($node, 'fast shutdown', 1);
+	check_log($node, $offset, 'fast shutdown');
+}
 
 # A crash that needs no redo, on purpose (wal_level minimal: no standby
 # snapshot follows the checkpoint): after a CHECKPOINT, one open

@@ -1,0 +1,154 @@
+/*-------------------------------------------------------------------------
+ *
+ * pmdurable.c
+ *	  The durable position of the index files, and syncing a whole file.
+ *
+ * The durable position (pmhash.durable in pmhash.directory) is a WAL
+ * position D such that every change of an index file whose WAL record lies
+ * before D is durable in the file.  The syncer advances it (pmsyncer.c);
+ * crash recovery replays pmhash's records from D (pmredo.c).  It is kept
+ * in two 512-byte slots written in turn, each with a sequence number and a
+ * CRC, so that a write torn by a crash leaves the other one readable.
+ *
+ * Copyright (c) 2026, pmhash developers
+ *
+ * IDENTIFICATION
+ *	  src/pmdurable.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <unistd.h>
+
+#include "port/pg_crc32c.h"
+#include "storage/fd.h"
+
+#include "pmhash.h"
+
+#define DURABLE_FILE_NAME	"pmhash.durable"
+#define DURABLE_MAGIC		0x504d4844	/* "PMHD" */
+#define DURABLE_SLOT_SIZE	512
+
+/* One slot of the durable position file. */
+typedef struct DurableSlot
+{
+	uint32		magic;
+	uint32		crc;			/* CRC-32C of the fields below */
+	uint64		sequence;		/* the newer valid slot wins */
+	uint64		position;
+} DurableSlot;
+
+static uint64 durable_sequence = 0;
+
+/*
+ * Make a whole index file durable with fsync, which writes back the pages
+ * every process dirtied through its mappings.  A file that no longer
+ * exists (its index was dropped) needs nothing.  A failed sync is a
+ * PANIC, as for PostgreSQL's own files (data_sync_retry).
+ */
+void
+pmhash_fsync_file(const char *path)
+{
+	int			fd = OpenTransientFile(path, O_RDWR | PG_BINARY);
+
+	if (fd < 0)
+	{
+		if (errno == ENOENT)
+			return;
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not open pmhash file \"%s\": %m", path)));
+	}
+	if (pg_fsync(fd) != 0)
+		ereport(data_sync_elevel(ERROR),
+				(errcode_for_file_access(),
+				 errmsg("could not fsync pmhash file \"%s\": %m", path)));
+	pmhash_shadow_synced_file(path, fd);
+	CloseTransientFile(fd);
+}
+
+/* CRC of a slot of the durable position file. */
+static pg_crc32c
+slot_crc(const DurableSlot *slot)
+{
+	pg_crc32c	crc;
+
+	INIT_CRC32C(crc);
+	COMP_CRC32C(crc, &slot->sequence, sizeof(slot->sequence) + sizeof(slot->position));
+	FIN_CRC32C(crc);
+	return crc;
+}
+
+/*
+ * Read the durable position; false if there is none (the file is missing,
+ * or neither slot is valid).
+ */
+bool
+pmhash_durable_read(XLogRecPtr *position)
+{
+	char		path[MAXPGPATH];
+	DurableSlot slots[2];
+	int			fd;
+	bool		found = false;
+
+	snprintf(path, MAXPGPATH, "%s/%s", pmhash_directory, DURABLE_FILE_NAME);
+	fd = OpenTransientFile(path, O_RDONLY | PG_BINARY);
+	if (fd < 0)
+		return false;
+	for (int i = 0; i < 2; i++)
+	{
+		DurableSlot *slot = &slots[i];
+
+		if (pg_pread(fd, slot, sizeof(*slot), i * DURABLE_SLOT_SIZE) != sizeof(*slot) ||
+			slot->magic != DURABLE_MAGIC || slot->crc != slot_crc(slot))
+			continue;
+		if (!found || slot->sequence > durable_sequence)
+		{
+			durable_sequence = slot->sequence;
+			*position = slot->position;
+			found = true;
+		}
+	}
+	CloseTransientFile(fd);
+	return found;
+}
+
+/* Record a new durable position, durably, in the older of the two slots. */
+void
+pmhash_durable_write(XLogRecPtr position)
+{
+	char		path[MAXPGPATH];
+	DurableSlot slot;
+	XLogRecPtr	previous;
+	int			fd;
+
+	/* continue the sequence of whoever wrote last */
+	if (durable_sequence == 0)
+		(void) pmhash_durable_read(&previous);
+	snprintf(path, MAXPGPATH, "%s/%s", pmhash_directory, DURABLE_FILE_NAME);
+	fd = OpenTransientFile(path, O_RDWR | O_CREAT | PG_BINARY);
+	if (fd < 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not open pmhash file \"%s\": %m", path)));
+	memset(&slot, 0, sizeof(slot));
+	slot.magic = DURABLE_MAGIC;
+	slot.sequence = ++durable_sequence;
+	slot.position = position;
+	slot.crc = slot_crc(&slot);
+	errno = 0;
+	if (pg_pwrite(fd, &slot, sizeof(slot), (slot.sequence % 2) * DURABLE_SLOT_SIZE) != sizeof(slot))
+	{
+		if (errno == 0)
+			errno = ENOSPC;
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not write pmhash file \"%s\": %m", path)));
+	}
+	if (pg_fdatasync(fd) != 0)
+		ereport(data_sync_elevel(ERROR),
+				(errcode_for_file_access(),
+				 errmsg("could not fsync pmhash file \"%s\": %m", path)));
+	CloseTransientFile(fd);
+}
