@@ -111,8 +111,8 @@ directory_in_data_directory(void)
 }
 
 /* Whether this recovery started from a base backup that has not yet been fully replayed. */
-static bool
-recovering_from_backup(void)
+bool
+pmhash_recovering_from_backup(void)
 {
 	bool		crc_ok;
 	ControlFileData *control;
@@ -188,7 +188,7 @@ read_restore_marker(XLogRecPtr *end)
 bool
 pmhash_directory_restore_begin(void)
 {
-	if (!recovering_from_backup())
+	if (!pmhash_recovering_from_backup())
 		return false;
 	pmhash_directory_ensure();
 	write_restore_marker(InvalidXLogRecPtr);

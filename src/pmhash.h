@@ -218,6 +218,7 @@ extern bool pmhash_readers_done(uint64 epoch);
 extern void pmhash_directory_ensure(void);
 extern void pmhash_directory_lock(void);
 extern bool pmhash_recovering_from_backup(void);
+extern bool pmhash_recovering_from_backup(void);
 extern bool pmhash_directory_restore_begin(void);
 extern void pmhash_directory_restore_end(XLogRecPtr end);
 extern bool pmhash_directory_lost_to_restore(XLogRecPtr meta_lsn);

@@ -439,18 +439,22 @@ replay_from_durable(XLogRecPtr from, XLogRecPtr redo)
 static void
 pmhash_startup(void)
 {
+	bool		distrust = pmhash_directory_restore_begin();
 	XLogRecPtr	redo = GetRedoRecPtr();
 	XLogRecPtr	from = redo;
 	XLogRecPtr	durable;
 
-	if (pmhash_directory_restore_begin())
+	if (pmhash_recovering_from_backup())
 	{
-		/* a base backup copies pmhash.durable: the source server's position */
+		/* pmhash.durable, if the backup copied one, is the source server's */
 		pmhash_durable_write(InvalidXLogRecPtr);
-		pmhash_recovery_flag_files(redo, "is not part of the restored base backup");
-		return;
+		if (distrust)
+		{
+			pmhash_recovery_flag_files(redo, "is not part of the restored base backup");
+			return;
+		}
 	}
-	if (pmhash_durable_read(&durable) && durable != InvalidXLogRecPtr && durable < redo)
+	else if (pmhash_durable_read(&durable) && durable != InvalidXLogRecPtr && durable < redo)
 		from = durable;
 	/* the postmaster may have flagged them from this very point already */
 	if (pmhash_flagged_from() != from)
