@@ -50,6 +50,8 @@
 #   SHARED_BUFFERS   shared_buffers of the SQL- and AM-level part (2GB)
 #   BENCH_PATH       pmem (files on /dev/shm, PMEM_IS_PMEM_FORCE=1) or msync
 #                    (files in the data directory on the ordinary disk) (pmem)
+#   EXTRA_SETTINGS   postgresql.conf lines for the cluster, separated by ';'
+#                    (none), e.g. "pmhash.sync_interval = 10s"
 #   SKIP_CORE        set to skip test/bench/core/run.sh
 set -u
 source "$(dirname "$0")/../lib/common.sh"
@@ -85,6 +87,7 @@ PGBENCH_REPS=${PGBENCH_REPS:-3}
 PGBENCH_MODES=${PGBENCH_MODES:-"select prepared tpcb"}
 PGBENCH_OPTS=${PGBENCH_OPTS:-}
 BENCH_PATH=${BENCH_PATH:-pmem}
+EXTRA_SETTINGS=${EXTRA_SETTINGS:-}
 case $BENCH_PATH in
 	pmem | msync) ;;
 	*) echo "BENCH_PATH must be pmem or msync, not '$BENCH_PATH'" >&2; exit 2 ;;
@@ -332,8 +335,10 @@ build_bench_extension() {
 
 # Start the benchmark cluster and create the benchmark database.
 start_bench_cluster() {
+	local -a extra
 	WORK=$(mktemp -d /tmp/pmhash-bench-XXXXXX)
-	start_cluster "$WORK" "$BENCH_PATH" \
+	IFS=';' read -r -a extra <<<"$EXTRA_SETTINGS"
+	start_cluster "$WORK" "$BENCH_PATH" "${extra[@]}" \
 		"shared_buffers = $SHARED_BUFFERS" \
 		"max_wal_size = 4GB" \
 		"min_wal_size = 1GB" \
@@ -346,7 +351,7 @@ start_bench_cluster() {
 	meta settings "$(psql -XAt -d bench -c "SELECT string_agg(name || '=' || current_setting(name), ' ')
 		FROM pg_settings WHERE name IN ('shared_buffers', 'max_wal_size', 'checkpoint_timeout',
 		'maintenance_work_mem', 'max_parallel_maintenance_workers', 'jit', 'fsync',
-		'synchronous_commit', 'wal_level', 'full_page_writes', 'pmhash.directory')")"
+		'synchronous_commit', 'wal_level', 'full_page_writes', 'pmhash.directory', 'pmhash.sync_interval')")"
 	meta is_pmem "$(bpsql -c "CREATE TEMP TABLE x (k int); CREATE INDEX ON x USING pmhash (k);
 		SELECT is_pmem FROM pmhash_stats('x_k_idx')")"
 }
@@ -371,7 +376,7 @@ main() {
 	meta started "$(date -u '+%Y-%m-%d %H:%M:%S UTC')"
 	meta commit "$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)$(git -C "$REPO" diff --quiet HEAD -- src 2>/dev/null || echo ' (src modified)')"
 	meta machine "$(nproc) cores, $(free -g | awk '/^Mem:/ { print $2 }') GB RAM, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)"
-	meta parameters "DATASETS='$DATASETS' REPS=$REPS PROBES=$PROBES INSERT_ROWS=$INSERT_ROWS AM_LOOPS=$AM_LOOPS PGBENCH_SCALES='$PGBENCH_SCALES' PGBENCH_CLIENTS='$PGBENCH_CLIENTS' PGBENCH_SHARED_BUFFERS='$PGBENCH_SHARED_BUFFERS' PGBENCH_SECONDS=$PGBENCH_SECONDS PGBENCH_REPS=$PGBENCH_REPS PGBENCH_MODES='$PGBENCH_MODES' PGBENCH_OPTS='$PGBENCH_OPTS' BENCH_PATH=$BENCH_PATH"
+	meta parameters "DATASETS='$DATASETS' REPS=$REPS PROBES=$PROBES INSERT_ROWS=$INSERT_ROWS AM_LOOPS=$AM_LOOPS PGBENCH_SCALES='$PGBENCH_SCALES' PGBENCH_CLIENTS='$PGBENCH_CLIENTS' PGBENCH_SHARED_BUFFERS='$PGBENCH_SHARED_BUFFERS' PGBENCH_SECONDS=$PGBENCH_SECONDS PGBENCH_REPS=$PGBENCH_REPS PGBENCH_MODES='$PGBENCH_MODES' PGBENCH_OPTS='$PGBENCH_OPTS' BENCH_PATH=$BENCH_PATH EXTRA_SETTINGS='$EXTRA_SETTINGS'"
 	PACKAGES="$PACKAGES python3-matplotlib"
 	install_packages
 	build_install "" || die "building pmhash failed"
