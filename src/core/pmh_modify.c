@@ -18,12 +18,11 @@
  * overflow bit of every full bucket it passes before it commits itself, so
  * a lookup can never stop short of a committed entry.  Deleted slots are
  * free at once; overflow bits are cleared only by rebuilding the shard.
- * The bits are flushed before the entry, but a caller may make flushes
- * durable only later (at commit), and lines or pages then reach the medium
- * in any order: a crash can keep an entry without the bits that lead to
- * it.  Such an entry's insert is replayed (its record lies after every
- * durable point), and replay reconnects it instead of storing it twice
- * (reconnect_orphan).
+ * The bits are flushed before the entry and fenced with it; on an ordinary
+ * file the pages may still reach the disk in any order, so a crash can
+ * keep an entry without the bits that lead to it.  Such an entry's insert
+ * is replayed (its record lies after every durable point), and replay
+ * reconnects it instead of storing it twice (reconnect_orphan).
  *
  * Entries left by a crash may be phantoms (their WAL record was lost) and
  * are flagged unverified until checked against the heap.  An insert of an
