@@ -15,14 +15,10 @@
  * An entry goes to the first free slot of its run (the buckets from its
  * home bucket to the first bucket whose overflow bit is clear).  If the run
  * is full, the entry extends it by at most PMH_MAX_PROBE buckets, setting the
- * overflow bit of every full bucket it passes before it commits itself, so
- * a lookup can never stop short of a committed entry.  Deleted slots are
- * free at once; overflow bits are cleared only by rebuilding the shard.
- * The bits are flushed before the entry and fenced with it; on an ordinary
- * file the pages may still reach the disk in any order, so a crash can
- * keep an entry without the bits that lead to it.  Such an entry's insert
- * is replayed (its record lies after every durable point), and replay
- * reconnects it instead of storing it twice (reconnect_orphan).
+ * overflow bit of every full bucket it passes, durably, before it commits
+ * itself, so a lookup can never stop short of a committed entry.  Deleted
+ * slots are free at once; overflow bits are cleared only by rebuilding the
+ * shard.
  *
  * Entries left by a crash may be phantoms (their WAL record was lost) and
  * are flagged unverified until checked against the heap.  An insert of an
@@ -205,60 +201,6 @@ commit_slot(const PmhSegment *seg, PmhBucket *bucket, uint32_t code, PmhTid tid,
 	pmh_drain(persist);
 }
 
-/* Set the overflow bit of the buckets from first up to, not including, last. */
-static void
-mark_passed(const PmhSegment *seg, uint32_t first, uint32_t last, uint64_t lsn,
-			const PmhPersist *persist)
-{
-	for (uint32_t b = first; b != last; b = pmh_next_bucket(b, seg->nbuckets))
-	{
-		PmhBucket  *passed = pmh_bucket(seg, b);
-
-		/* stamped first, so that recovery reseals it if the seal is lost */
-		if (lsn > passed->lsn)
-			passed->lsn = lsn;
-		pmh_store_release(&passed->commit,
-						  (passed->commit | PMH_OVERFLOW_BIT) + PMH_SEQ_ONE);
-		pmh_bucket_seal(seg, passed);
-		pmh_flush(persist, &passed->commit, PMH_BUCKET_COMMIT_BYTES);
-	}
-}
-
-/*
- * Replay: look past the end of a run, as far as an insert could have
- * extended it, for the entry looked out for, stored by an insert whose
- * overflow bits a crash lost (an entry's code fixes its home bucket, so it
- * belongs to this run).  If there, set those bits again and return what
- * confirm() says; 0 if not; -1 if a bucket is damaged.
- */
-static int
-reconnect_orphan(const PmhSegment *seg, const RunScan *rs, uint32_t code,
-				 const Lookout *look, uint64_t lsn, const PmhPersist *persist)
-{
-	uint32_t	b = rs->end_bucket;
-
-	for (uint32_t d = 1; d <= PMH_MAX_PROBE && rs->end_distance + d < seg->nbuckets; d++)
-	{
-		PmhBucket  *bucket;
-		uint32_t	mask;
-		int			found;
-
-		b = pmh_next_bucket(b, seg->nbuckets);
-		bucket = pmh_bucket(seg, b);
-		if (!pmh_bucket_sound(seg, bucket, bucket->commit))
-			return -1;
-		mask = pmh_match_code(bucket, code) & (uint32_t) (bucket->commit & PMH_VALID_MASK);
-		found = confirm(suspects(look, mask, bucket->unverified, bucket->lsn), bucket->slot,
-						&bucket->unverified, look->slot, persist);
-		if (found)
-		{
-			mark_passed(seg, rs->end_bucket, b, lsn, persist);
-			return found;
-		}
-	}
-	return 0;
-}
-
 /*
  * Place an entry in the first free slot of its run, or extend the run by up
  * to max_extend buckets.  PMH_FULL when neither works.
@@ -298,7 +240,24 @@ place_entry(const PmhSegment *seg, const RunScan *rs, uint32_t code, PmhTid tid,
 		return PMH_FULL;
 
 	/* mark the passed buckets before the entry becomes visible */
-	mark_passed(seg, rs->end_bucket, target, lsn, persist);
+	for (b = rs->end_bucket; b != target; b = pmh_next_bucket(b, nbuckets))
+	{
+		PmhBucket  *passed = pmh_bucket(seg, b);
+
+		/* stamped first, so that recovery reseals it if the seal is lost */
+		if (lsn > passed->lsn)
+			passed->lsn = lsn;
+		pmh_store_release(&passed->commit,
+						  (passed->commit | PMH_OVERFLOW_BIT) + PMH_SEQ_ONE);
+		pmh_bucket_seal(seg, passed);
+		pmh_flush(persist, &passed->commit, PMH_BUCKET_COMMIT_BYTES);
+	}
+	/*
+	 * Durable now, not at commit: otherwise the entry's bucket could reach
+	 * the medium first (write-back or cache eviction order is arbitrary),
+	 * and a crash would leave it unreachable from its home bucket.
+	 */
+	pmh_sync(persist);
 	commit_slot(seg, pmh_bucket(seg, target), code, tid, flags, lsn, persist);
 	return PMH_OK;
 }
@@ -369,8 +328,6 @@ pmh_insert(const PmhSegment *seg, uint32_t hash, PmhTid tid, uint64_t lsn,
 		(rs.chain_unverified ||
 		 (mode == PMH_INSERT_IF_ABSENT && rs.chain_bucket->lsn >= since)))
 		rs.present = chain_holds(seg, rs.chain, &look, persist);
-	if (!rs.present && mode == PMH_INSERT_IF_ABSENT && rs.end_bucket != NO_BUCKET)
-		rs.present = reconnect_orphan(seg, &rs, code, &look, lsn, persist);
 	if (rs.present < 0)
 		return PMH_CORRUPT;
 	if (rs.present)

@@ -67,7 +67,6 @@ main(void)
 		{"reader_race", test_reader_race},
 		{"unverified", test_unverified},
 		{"replay", test_replay},
-		{"orphans", test_orphans},
 	};
 	const size_t ntests = sizeof(tests) / sizeof(tests[0]);
 	const size_t first_table_test = 5;

@@ -2,8 +2,8 @@
  *
  * test_modify.c
  *	  Core tests of inserts and deletes (src/core/pmh_modify.c): duplicates
- *	  and posting chains, bulk and single deletes, unverified entries,
- *	  WAL replay and the entries it reconnects after lost overflow bits.
+ *	  and posting chains, bulk and single deletes, unverified entries and
+ *	  WAL replay.
  *
  * Copyright (c) 2026, pmhash developers
  *
@@ -317,71 +317,4 @@ test_replay(void)
 		free_table(mt, &m);
 		free(log);
 	}
-}
-
-/*
- * A crash kept entries past the end of their runs but lost overflow bits
- * that inserts set to reach them (pages of an ordinary file reach the disk
- * in any order).  Replaying those inserts in order reconnects each entry,
- * storing none twice and losing none.
- */
-void
-test_orphans(void)
-{
-	MemTable   *mt = memtable_create(2, 64, 0);
-	Model		m = {0};
-	uint32_t	nshards = UINT32_C(1) << mt->table.shard_bits;
-	PmhSegment *before = calloc(nshards, sizeof(PmhSegment));
-	uint64_t  **had_bit = calloc(nshards, sizeof(uint64_t *));
-	uint64_t	first_replayed;
-	uint64_t   *lsn_of = calloc(3000, sizeof(uint64_t));
-	uint64_t	cleared = 0;
-
-	for (uint64_t k = 0; k < 40000; k++)
-		add(mt, &m, mix(k + 7));
-	/* the overflow bits so far, durable (rebuilds sync their segments) */
-	for (uint32_t s = 0; s < nshards; s++)
-	{
-		memtable_segment(mt, s, &before[s]);
-		had_bit[s] = calloc(before[s].nbuckets + 1, sizeof(uint64_t));
-		for (uint32_t b = 0; b < before[s].nbuckets; b++)
-			had_bit[s][b] = pmh_bucket(&before[s], b)->commit & PMH_OVERFLOW_BIT;
-	}
-	first_replayed = m.n;
-	for (uint64_t k = 0; k < 3000; k++)
-	{
-		add(mt, &m, mix(k + 1000007));
-		lsn_of[k] = mt->lsn;	/* the stamp of its insert, as its record says */
-	}
-	/* the crash: lose the bits set since, in shards no rebuild replaced */
-	for (uint32_t s = 0; s < nshards; s++)
-	{
-		PmhSegment	seg;
-
-		memtable_segment(mt, s, &seg);
-		if (seg.base != before[s].base || seg.nbuckets != before[s].nbuckets)
-			continue;
-		for (uint32_t b = 0; b < seg.nbuckets; b++)
-		{
-			PmhBucket  *bucket = pmh_bucket(&seg, b);
-
-			if ((bucket->commit & PMH_OVERFLOW_BIT) && !had_bit[s][b])
-			{
-				bucket->commit &= ~PMH_OVERFLOW_BIT;
-				pmh_bucket_seal(&seg, bucket);
-				cleared++;
-			}
-		}
-	}
-	CHECK(cleared > 0, "the later inserts set no overflow bit to lose");
-	for (uint64_t i = first_replayed; i < m.n && !test_failed; i++)
-		CHECK(memtable_replay(mt, m.hash[i], tid_of(i), lsn_of[i - first_replayed]) != PMH_CORRUPT,
-			  "replay of entry %llu", (unsigned long long) i);
-	check_table(mt, &m);
-	for (uint32_t s = 0; s < nshards; s++)
-		free(had_bit[s]);
-	free(had_bit);
-	free(before);
-	free(lsn_of);
-	free_table(mt, &m);
 }
