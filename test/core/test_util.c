@@ -22,6 +22,13 @@ int			test_failed;
 
 static uint64_t rng_state = 0x9E3779B97F4A7C15ULL;	/* of rnd(), shared by every test */
 
+/* Restart the random numbers of rnd() from a seed (never 0). */
+void
+rnd_seed(uint64_t seed)
+{
+	rng_state = seed ? seed : 0x9E3779B97F4A7C15ULL;
+}
+
 /* xorshift64* random numbers. */
 uint64_t
 rnd(void)

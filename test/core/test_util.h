@@ -43,6 +43,7 @@ typedef struct Model
 	uint64_t	cap;
 } Model;
 
+extern void rnd_seed(uint64_t seed);
 extern uint64_t rnd(void);
 extern uint32_t mix(uint64_t k);
 extern PmhTid tid_of(uint64_t i);
