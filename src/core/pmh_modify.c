@@ -15,10 +15,11 @@
  * An entry goes to the first free slot of its run (the buckets from its
  * home bucket to the first bucket whose overflow bit is clear).  If the run
  * is full, the entry extends it by at most PMH_MAX_PROBE buckets, setting the
- * overflow bit of every full bucket it passes, durably, before it commits
- * itself, so a lookup can never stop short of a committed entry.  Deleted
- * slots are free at once; overflow bits are cleared only by rebuilding the
- * shard.
+ * overflow bit of every full bucket it passes before it commits itself, so
+ * a lookup can never stop short of a committed entry.  Deleted slots are
+ * free at once; overflow bits are cleared only by rebuilding the shard.
+ * After a crash, recovery sets again the bits that a crash lost while it
+ * kept the entry they lead to.
  *
  * Entries left by a crash may be phantoms (their WAL record was lost) and
  * are flagged unverified until checked against the heap.  An insert of an
@@ -239,7 +240,12 @@ place_entry(const PmhSegment *seg, const RunScan *rs, uint32_t code, PmhTid tid,
 	if (target == NO_BUCKET)
 		return PMH_FULL;
 
-	/* mark the passed buckets before the entry becomes visible */
+	/*
+	 * Mark the passed buckets before the entry becomes visible; the fence in
+	 * commit_slot orders them before it on DAX.  An ordinary file's pages
+	 * reach the disk in any order, so a crash may keep the entry without
+	 * them: recovery reconnects it (reconnect_entries).
+	 */
 	for (b = rs->end_bucket; b != target; b = pmh_next_bucket(b, nbuckets))
 	{
 		PmhBucket  *passed = pmh_bucket(seg, b);
@@ -252,12 +258,6 @@ place_entry(const PmhSegment *seg, const RunScan *rs, uint32_t code, PmhTid tid,
 		pmh_bucket_seal(seg, passed);
 		pmh_flush(persist, &passed->commit, PMH_BUCKET_COMMIT_BYTES);
 	}
-	/*
-	 * Durable now, not at commit: otherwise the entry's bucket could reach
-	 * the medium first (write-back or cache eviction order is arbitrary),
-	 * and a crash would leave it unreachable from its home bucket.
-	 */
-	pmh_sync(persist);
 	commit_slot(seg, pmh_bucket(seg, target), code, tid, flags, lsn, persist);
 	return PMH_OK;
 }
@@ -599,6 +599,51 @@ pmh_bulk_delete(const PmhSegment *seg, const PmhDeleteOps *ops, uint64_t lsn,
 }
 
 /*
+ * Set the overflow bit of every bucket between an entry's home bucket and
+ * its own that lacks it: a crash may keep an entry whose insert extended a
+ * run without the bits it set (an ordinary file's pages reach the disk in
+ * any order).  One sweep from the last bucket down, twice around the ring:
+ * need_low is the lowest position that an entry above needs marked.  A
+ * bucket marked here is stamped after after_lsn, so the flagging that
+ * follows reseals it, and so does the next recovery if a crash comes
+ * first.  An unchanged bucket that fails its checksum is damage, left for
+ * verification to report: its entries are not followed, nor is it marked.
+ */
+static void
+reconnect_entries(const PmhSegment *seg, uint64_t after_lsn, const PmhPersist *persist)
+{
+	int64_t		n = seg->nbuckets;
+	int64_t		need_low = INT64_MAX;
+
+	for (int64_t x = 2 * n - 1; x >= 0 && (x >= n || x >= need_low); x--)
+	{
+		uint32_t	b = (uint32_t) (x % n);
+		PmhBucket  *bucket = pmh_bucket(seg, b);
+		uint32_t	valid = (uint32_t) (bucket->commit & PMH_VALID_MASK);
+
+		if (bucket->lsn <= after_lsn && !pmh_bucket_sound(seg, bucket, bucket->commit))
+			continue;
+		if (x >= need_low && !(bucket->commit & PMH_OVERFLOW_BIT))
+		{
+			if (bucket->lsn <= after_lsn)
+				bucket->lsn = after_lsn + 1;
+			pmh_store_release(&bucket->commit,
+							  (bucket->commit | PMH_OVERFLOW_BIT) + PMH_SEQ_ONE);
+			pmh_flush(persist, &bucket->commit, PMH_BUCKET_COMMIT_BYTES);
+		}
+		for (; x >= n && valid; valid &= valid - 1)
+		{
+			uint32_t	home = pmh_home_bucket(pmh_slot_code(bucket, __builtin_ctz(valid)),
+											   seg->nbuckets);
+			int64_t		distance = (b - (int64_t) home + n) % n;
+
+			if (x - distance < need_low)
+				need_low = x - distance;
+		}
+	}
+}
+
+/*
  * Flag as unverified every entry of the buckets changed after after_lsn,
  * with the chains they reference: after a crash these may be phantoms whose
  * WAL was lost, or torn copies of a base backup.  In a file with checksums,
@@ -611,6 +656,7 @@ pmh_flag_unverified(const PmhSegment *seg, uint64_t after_lsn, const PmhPersist 
 {
 	uint64_t	flagged = 0;
 
+	reconnect_entries(seg, after_lsn, persist);
 	for (uint32_t b = 0; b < seg->nbuckets; b++)
 	{
 		PmhBucket  *bucket = pmh_bucket(seg, b);

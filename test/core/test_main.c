@@ -79,6 +79,7 @@ main(void)
 		{"reader_race", test_reader_race},
 		{"unverified", test_unverified},
 		{"replay", test_replay},
+		{"lost overflow bits", test_lost_overflow_bits},
 	};
 	const size_t ntests = sizeof(tests) / sizeof(tests[0]);
 	const size_t first_table_test = 5;

@@ -2,8 +2,8 @@
  *
  * test_modify.c
  *	  Core tests of inserts and deletes (src/core/pmh_modify.c): duplicates
- *	  and posting chains, bulk and single deletes, unverified entries and
- *	  WAL replay.
+ *	  and posting chains, bulk and single deletes, unverified entries, WAL
+ *	  replay and the overflow bits recovery sets again after a crash.
  *
  * Copyright (c) 2026, pmhash developers
  *
@@ -316,5 +316,91 @@ test_replay(void)
 		CHECK(memtable_verify(mt, &live) == NULL, "verify after replay");
 		free_table(mt, &m);
 		free(log);
+	}
+}
+
+/*
+ * A crash kept entries past the end of their runs but lost the overflow
+ * bits their inserts set to reach them (an ordinary file's pages reach the
+ * disk in any order).  Recovery's flagging reconnects every such entry,
+ * whether its bucket was stamped after the recovery point (round 0: the
+ * syncer's durable position precedes the inserts, and replay of the
+ * committed half must store none twice) or before it (round 1: inserts of
+ * transactions in flight at the checkpoint, synced by no commit).  The
+ * entries whose insert is not replayed are then dead, and VACUUM removes
+ * them.
+ */
+void
+test_lost_overflow_bits(void)
+{
+	for (int round = 0; round < 2 && !test_failed; round++)
+	{
+		MemTable   *mt = memtable_create(2, 64, 0);
+		Model		m = {0};
+		uint32_t	nshards = UINT32_C(1) << mt->table.shard_bits;
+		PmhSegment *before = calloc(nshards, sizeof(PmhSegment));
+		uint64_t  **had_bit = calloc(nshards, sizeof(uint64_t *));
+		uint64_t   *lsn_of = calloc(3000, sizeof(uint64_t));
+		uint64_t	first_late;
+		uint64_t	point;
+		uint64_t	cleared = 0;
+
+		for (uint64_t k = 0; k < 40000; k++)
+			add(mt, &m, mix(k + 7 + round));
+		/* the overflow bits so far, durable (rebuilds sync their segments) */
+		for (uint32_t s = 0; s < nshards; s++)
+		{
+			memtable_segment(mt, s, &before[s]);
+			had_bit[s] = calloc(before[s].nbuckets + 1, sizeof(uint64_t));
+			for (uint32_t b = 0; b < before[s].nbuckets; b++)
+				had_bit[s][b] = pmh_bucket(&before[s], b)->commit & PMH_OVERFLOW_BIT;
+		}
+		first_late = m.n;
+		point = mt->lsn;
+		for (uint64_t k = 0; k < 3000; k++)
+		{
+			add(mt, &m, mix(k + 1000007 + round));
+			lsn_of[k] = mt->lsn;	/* the stamp of its insert, as its record says */
+		}
+		if (round == 1)
+			point = mt->lsn;
+		/* the crash: lose the bits set since, in shards no rebuild replaced */
+		for (uint32_t s = 0; s < nshards; s++)
+		{
+			PmhSegment	seg;
+
+			memtable_segment(mt, s, &seg);
+			if (seg.base != before[s].base || seg.nbuckets != before[s].nbuckets)
+				continue;
+			for (uint32_t b = 0; b < seg.nbuckets; b++)
+			{
+				PmhBucket  *bucket = pmh_bucket(&seg, b);
+
+				if ((bucket->commit & PMH_OVERFLOW_BIT) && !had_bit[s][b])
+				{
+					bucket->commit &= ~PMH_OVERFLOW_BIT;
+					pmh_bucket_seal(&seg, bucket);
+					cleared++;
+				}
+			}
+		}
+		CHECK(cleared > 0, "the later inserts set no overflow bit to lose");
+		memtable_flag_unverified(mt, point);
+		check_table(mt, &m);
+		/* round 0: the first half committed, and its inserts are replayed */
+		for (uint64_t i = first_late; round == 0 && i < first_late + 1500 && !test_failed; i++)
+			CHECK(memtable_replay(mt, m.hash[i], tid_of(i), lsn_of[i - first_late]) == PMH_PRESENT,
+				  "replay of entry %llu stored it again", (unsigned long long) i);
+		check_table(mt, &m);
+		for (uint64_t i = first_late + (round == 0 ? 1500 : 0); i < m.n; i++)
+			m.dead[i] = 1;
+		delete_dead(mt, &m);
+		check_table(mt, &m);
+		for (uint32_t s = 0; s < nshards; s++)
+			free(had_bit[s]);
+		free(had_bit);
+		free(before);
+		free(lsn_of);
+		free_table(mt, &m);
 	}
 }
