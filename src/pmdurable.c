@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "port/pg_crc32c.h"
+#include "replication/slot.h"
 #include "storage/fd.h"
 
 #include "pmhash.h"
@@ -151,4 +152,46 @@ pmhash_durable_write(XLogRecPtr position)
 				(errcode_for_file_access(),
 				 errmsg("could not fsync pmhash file \"%s\": %m", path)));
 	CloseTransientFile(fd);
+}
+
+/*
+ * The durable position, for crash recovery: as pmhash.durable records it,
+ * or, if that file is missing or damaged, the restart position of the
+ * syncer's replication slot as last saved, which the syncer advances only
+ * after writing the file, so it is never later (LOG line).  Neither: no
+ * syncer ever ran, so no commit left anything to it.  A slot that lost its
+ * WAL (max_slot_wal_keep_size) cannot stand in for the file.
+ */
+PmhashDurableKnown
+pmhash_durable_recall(XLogRecPtr *position)
+{
+	ReplicationSlot *slot;
+	bool		found;
+
+	if (pmhash_durable_read(position))
+		return *position == InvalidXLogRecPtr ? PMHASH_DURABLE_NONE : PMHASH_DURABLE_AT;
+	LWLockAcquire(ReplicationSlotControlLock, LW_SHARED);
+	slot = SearchNamedReplicationSlot(PMHASH_SLOT_NAME, false);
+	found = slot != NULL;
+	if (found)
+	{
+		SpinLockAcquire(&slot->mutex);
+		*position = slot->data.restart_lsn;
+		SpinLockRelease(&slot->mutex);
+	}
+	LWLockRelease(ReplicationSlotControlLock);
+	if (!found)
+		return PMHASH_DURABLE_NONE;
+	if (*position == InvalidXLogRecPtr)
+	{
+		ereport(LOG,
+				(errmsg("pmhash: \"%s/%s\" is missing or damaged, and replication slot \"%s\" has lost its WAL",
+						pmhash_directory, DURABLE_FILE_NAME, PMHASH_SLOT_NAME)));
+		return PMHASH_DURABLE_LOST;
+	}
+	ereport(LOG,
+			(errmsg("pmhash: \"%s/%s\" is missing or damaged; crash recovery replays index changes from the position of replication slot \"%s\", %X/%X",
+					pmhash_directory, DURABLE_FILE_NAME, PMHASH_SLOT_NAME,
+					LSN_FORMAT_ARGS(*position))));
+	return PMHASH_DURABLE_AT;
 }

@@ -243,9 +243,20 @@ extern void pmhash_shadow_synced_file(const char *path, int fd);
 extern void pmhash_shadow_forget(const char *path);
 
 /* pmdurable.c */
+#define PMHASH_SLOT_NAME	"pmhash_durable"	/* keeps the WAL from the durable position */
+
+/* What crash recovery knows of the durable position. */
+typedef enum PmhashDurableKnown
+{
+	PMHASH_DURABLE_NONE,		/* no commit left anything to the syncer */
+	PMHASH_DURABLE_AT,			/* replay from the position */
+	PMHASH_DURABLE_LOST			/* the position and its WAL are both lost */
+} PmhashDurableKnown;
+
 extern void pmhash_fsync_file(const char *path);
 extern bool pmhash_durable_read(XLogRecPtr *position);
 extern void pmhash_durable_write(XLogRecPtr position);
+extern PmhashDurableKnown pmhash_durable_recall(XLogRecPtr *position);
 
 /* pmmeta.c */
 extern void pmhash_read_meta(Relation index, PmhashMetaData *meta, XLogRecPtr *lsn);

@@ -454,8 +454,21 @@ pmhash_startup(void)
 			return;
 		}
 	}
-	else if (pmhash_durable_read(&durable) && durable != InvalidXLogRecPtr && durable < redo)
-		from = durable;
+	else
+	{
+		switch (pmhash_durable_recall(&durable))
+		{
+			case PMHASH_DURABLE_NONE:
+				break;
+			case PMHASH_DURABLE_AT:
+				if (durable < redo)
+					from = durable;
+				break;
+			case PMHASH_DURABLE_LOST:
+				pmhash_recovery_flag_files(redo, "may lack changes that the syncer had not made durable");
+				return;
+		}
+	}
 	/* the postmaster may have flagged them from this very point already */
 	if (pmhash_flagged_from() != from)
 		pmhash_recovery_flag_files(from, NULL);

@@ -55,7 +55,6 @@
 
 #include "pmhash.h"
 
-#define SLOT_NAME		"pmhash_durable"
 #define PATHS_PER_PASS	64
 
 /* Acquire the slot, creating it if missing; false (logged) if impossible. */
@@ -74,19 +73,19 @@ acquire_slot(void)
 	}
 	PG_TRY();
 	{
-		if (SearchNamedReplicationSlot(SLOT_NAME, true) == NULL)
+		if (SearchNamedReplicationSlot(PMHASH_SLOT_NAME, true) == NULL)
 		{
-			ReplicationSlotCreate(SLOT_NAME, false, RS_PERSISTENT, false);
+			ReplicationSlotCreate(PMHASH_SLOT_NAME, false, RS_PERSISTENT, false);
 			ReplicationSlotReserveWal();
 			ReplicationSlotMarkDirty();
 			ReplicationSlotSave();
 		}
 		else
 		{
-			ReplicationSlotAcquire(SLOT_NAME, true);
+			ReplicationSlotAcquire(PMHASH_SLOT_NAME, true);
 			if (!SlotIsPhysical(MyReplicationSlot))
 				ereport(ERROR,
-						(errmsg("replication slot \"%s\" is not a physical slot", SLOT_NAME)));
+						(errmsg("replication slot \"%s\" is not a physical slot", PMHASH_SLOT_NAME)));
 			if (MyReplicationSlot->data.restart_lsn == InvalidXLogRecPtr)
 				ReplicationSlotReserveWal();
 		}
@@ -98,7 +97,7 @@ acquire_slot(void)
 		FlushErrorState();
 		ereport(LOG,
 				(errmsg("pmhash: commits sync their index changes themselves"),
-				 errdetail("The syncer could not acquire replication slot \"%s\".", SLOT_NAME)));
+				 errdetail("The syncer could not acquire replication slot \"%s\".", PMHASH_SLOT_NAME)));
 		acquired = false;
 	}
 	PG_END_TRY();

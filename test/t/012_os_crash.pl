@@ -29,7 +29,10 @@
 # Limitations).  The simulations must
 # have taken away unsynced pages, and recoveries on replica must have
 # replayed records from the durable position.  Last, a fast shutdown under
-# the load and an OS crash after it: no recovery, and exact results.  The
+# the load and an OS crash after it: no recovery, and exact results.  Two
+# crashes of replica right after a CHECKPOINT also lose pmhash.durable
+# (removed, then overwritten with random bytes): recovery must replay from
+# the position of the syncer's replication slot instead.  The
 # test fails when commits do not sync (minimal), when the syncer does not
 # fsync or recovery does not replay from the durable position (replica),
 # each checked by removing it, and when pmhash does not flag entries
@@ -79,10 +82,11 @@ sub write_bytes
 
 # Stop the node (at once, unless mode says otherwise) and leave of each
 # index file what an OS crash could: its shadow, with some pages written
-# back.  Returns a summary.
+# back; with $durable 'missing' or 'damaged', do that to pmhash.durable
+# too.  Returns a summary.
 sub os_crash
 {
-	my ($node, $mode) = @_;
+	my ($node, $mode, $durable) = @_;
 	$node->stop($mode // 'immediate');
 	my $dir = pmhash_dir($node);
 	my ($files, $dropped, $differ) = (0, 0, 0);
@@ -124,6 +128,14 @@ sub os_crash
 		unlink "$dir/$name" unless -e "$dir/$file";
 	}
 	$lost_pages{ $node->name } += $differ;
+	if (($durable // '') eq 'missing')
+	{
+		unlink "$dir/pmhash.durable" or die "unlink $dir/pmhash.durable: $!";
+	}
+	elsif (($durable // '') eq 'damaged')
+	{
+		write_bytes("$dir/pmhash.durable", join('', map { chr(int(rand(256))) } 1 .. 1024));
+	}
 	start_node($node);
 	return "$files files from their shadows ($differ unsynced pages lost), $dropped never synced";
 }
@@ -155,16 +167,22 @@ for my $cycle (1 .. 2 * $CYCLES)
 	my $after_checkpoint = int(($cycle + 1) / 2) % 2;
 	my $name = $node->name . ' cycle ' . int(($cycle + 1) / 2)
 	  . ($after_checkpoint ? ' (right after a CHECKPOINT)' : ' (random moment)');
+	# two crashes of replica right after a CHECKPOINT also lose pmhash.durable
+	my $durable = $node->name eq 'replica' && $after_checkpoint
+	  ? { 3 => 'missing', 7 => 'damaged' }->{ int(($cycle + 1) / 2) } : undef;
+	$name .= ", pmhash.durable $durable" if $durable;
 	my $offset = log_offset($node);
 	my $load = start_crash_load($node);
 	Time::HiRes::sleep(2 + rand(2));
 	$node->safe_psql('postgres', 'CHECKPOINT') if $after_checkpoint;
-	my $what = os_crash($node);
+	my $what = os_crash($node, 'immediate', $durable);
 	note "$name: $what";
 	finish_crash_load($node, $name, $load);
 	my $log = slurp_file($node->logfile, $offset);
 	like($log, qr/database system was interrupted|not properly shut down/,
 		"$name: the node went through crash recovery");
+	like($log, qr/pmhash\.durable" is missing or damaged; crash recovery replays index changes from the position of replication slot "pmhash_durable"|pmhash\.durable" is missing or damaged, and replication slot "pmhash_durable" has lost its WAL/,
+		"$name: recovery fell back on the replication slot") if $durable;
 	$no_redo++ if $log =~ /redo is not required/;
 	$replayed += $1 while $log =~ /pmhash: replayed (\d+) records from the durable position/g;
 	check_node($node, $name, 0);
