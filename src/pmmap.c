@@ -254,13 +254,6 @@ record_dirty(void *arg, const void *addr, size_t len)
 	any_dirty = true;
 }
 
-/* Sync callback of durable files: make the recorded ranges durable now. */
-static void
-sync_dirty(void *arg)
-{
-	pmhash_sync_dirty((PmhashLocal *) arg);
-}
-
 /* msync a range of a file mapped at base, or fail. */
 static void
 msync_range(char *base, uint64 offset, uint64 len, const char *path)
@@ -270,6 +263,18 @@ msync_range(char *base, uint64 offset, uint64 len, const char *path)
 				(errcode_for_file_access(),
 				 errmsg("could not sync pmhash file \"%s\": %m", path)));
 	pmhash_shadow_synced(path, base, offset, len);
+}
+
+/* Persist callback of durable files: make one range durable now. */
+static void
+persist_now(void *arg, const void *addr, size_t len)
+{
+	PmhashLocal   *ix = arg;
+
+	if (ix->is_pmem)
+		pmem_persist(addr, len);
+	else
+		msync_range(ix->base, (uint64) ((const char *) addr - ix->base), len, ix->share->path);
 }
 
 /* Make the dirty ranges of one file durable: flush and fence, or msync. */
@@ -391,7 +396,7 @@ pmhash_normal_persist(PmhashLocal *ix)
 {
 	if (!ix->durable)
 		return (PmhPersist) {NULL, NULL, NULL, ix};
-	return (PmhPersist) {record_dirty, NULL, sync_dirty, ix};
+	return (PmhPersist) {record_dirty, NULL, persist_now, ix};
 }
 
 /* Make the first len bytes of a file mapped at base durable (DAX or ordinary file). */

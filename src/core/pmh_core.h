@@ -60,19 +60,20 @@ typedef enum PmhInsertMode
 
 /*
  * Persistence: flush writes a range back towards the persistence domain,
- * drain orders it before later stores (per-entry changes), sync makes all
- * flushed ranges durable now (structural changes: rebuilds, descriptor
- * stores).  Any may be NULL, meaning nothing to do; a NULL sync falls back
- * to drain.  The access method records flushes as dirty ranges, has no
- * drain (it makes per-entry changes durable at commit) and syncs with a
- * fence or msync; the core tests drain at every change to simulate crashes
+ * drain orders it before later stores (per-entry changes), persist makes
+ * one range durable now (structural changes: rebuilds, descriptor stores),
+ * leaving flushed ranges alone.  Any may be NULL, meaning nothing to do; a
+ * NULL persist falls back to flush and drain.  The access method records
+ * flushes as dirty ranges, has no drain (it makes per-entry changes
+ * durable at commit, or leaves them to the syncer) and persists with flush
+ * and fence or msync; the core tests drain at every change to simulate crashes
  * at each fence (see src/README, Persistence paths).
  */
 typedef struct PmhPersist
 {
 	void		(*flush) (void *arg, const void *addr, size_t len);
 	void		(*drain) (void *arg);
-	void		(*sync) (void *arg);
+	void		(*persist) (void *arg, const void *addr, size_t len);
 	void	   *arg;
 } PmhPersist;
 

@@ -67,14 +67,20 @@ pmh_drain(const PmhPersist *p)
 		p->drain(p->arg);
 }
 
-/* Make every flushed range durable now. */
+/*
+ * Make one range durable now (structural changes), leaving the flushed
+ * ranges of single-entry changes to the caller's commit.
+ */
 static inline void
-pmh_sync(const PmhPersist *p)
+pmh_persist(const PmhPersist *p, const void *addr, size_t len)
 {
-	if (p && p->sync)
-		p->sync(p->arg);
+	if (p && p->persist)
+		p->persist(p->arg, addr, len);
 	else
+	{
+		pmh_flush(p, addr, len);
 		pmh_drain(p);
+	}
 }
 
 /* Number of a bucket within its segment. */

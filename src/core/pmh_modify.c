@@ -241,10 +241,11 @@ place_entry(const PmhSegment *seg, const RunScan *rs, uint32_t code, PmhTid tid,
 		return PMH_FULL;
 
 	/*
-	 * Mark the passed buckets before the entry becomes visible; the fence in
-	 * commit_slot orders them before it on DAX.  An ordinary file's pages
-	 * reach the disk in any order, so a crash may keep the entry without
-	 * them: recovery reconnects it (reconnect_entries).
+	 * Mark the passed buckets before the entry becomes visible; the drain in
+	 * commit_slot orders them before it where the caller drains (the core
+	 * tests).  The access method's flushes wait for its commit, and cache
+	 * lines and pages reach the medium in any order, so a crash may keep
+	 * the entry without them: recovery reconnects it (reconnect_entries).
 	 */
 	for (b = rs->end_bucket; b != target; b = pmh_next_bucket(b, nbuckets))
 	{

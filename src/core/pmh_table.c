@@ -75,8 +75,7 @@ publish(const PmhTable *t, uint32_t shard, uint64_t desc, uint32_t nposting)
 	uint64_t   *dir = (uint64_t *) unit_address(t, t->desc_unit);
 
 	pmh_store_release(&dir[shard], desc);
-	pmh_flush(t->persist, &dir[shard], sizeof(uint64_t));
-	pmh_sync(t->persist);
+	pmh_persist(t->persist, &dir[shard], sizeof(uint64_t));
 	t->ops->publish(t->ops->arg, shard, desc, nposting);
 }
 
@@ -164,8 +163,7 @@ rebuild_shard(const PmhTable *t, const PmhSegment *seg, const PmhEntry *extra,
 		pmh_segment_write(dst, &layout, work, n, seg->shard, t->shard_bits,
 						  t->file_generation, t->checksums ? t->file_generation : 0,
 						  generation, lsn);
-		pmh_flush(t->persist, dst, pmh_layout_units(&layout) * PMH_UNIT_SIZE);
-		pmh_sync(t->persist);
+		pmh_persist(t->persist, dst, pmh_layout_units(&layout) * PMH_UNIT_SIZE);
 		/* what pmh_segment_count would find in the image just written */
 		counts->entries = layout.nentries;
 		counts->slots = layout.nslots;

@@ -277,11 +277,12 @@ record_dirty(void *arg, const void *addr, size_t len)
 	w->ndirty++;
 }
 
-/* Sync callback, per batch: structural changes are made durable at once. */
+/* Persist callback, per batch: structural changes are made durable at once. */
 static void
-sync_recorded(void *arg)
+persist_recorded(void *arg, const void *addr, size_t len)
 {
-	bench_worker_sync((BenchWorker *) arg);
+	(void) arg;
+	pmem_persist(addr, len);
 }
 
 /* Make every recorded range durable: flush each, then one fence. */
@@ -309,7 +310,7 @@ bench_worker_init(BenchWorker *w, BenchFile *bf, BenchDurability durability)
 		w->persist = (PmhPersist) {flush_now, drain_now, NULL, w};
 	else
 	{
-		w->persist = (PmhPersist) {record_dirty, NULL, sync_recorded, w};
+		w->persist = (PmhPersist) {record_dirty, NULL, persist_recorded, w};
 		w->max_dirty = MAX_DIRTY;
 		w->dirty = malloc(2 * MAX_DIRTY * sizeof(uint64_t));
 	}
