@@ -354,7 +354,16 @@ extern int	pmhash_entry_tid_cmp(const void *a, const void *b);
 extern void pmhash_wal_register(void);
 
 /* pmrecovery.c */
-extern void pmhash_recovery_flag_files(XLogRecPtr redo_start, const char *distrust);
+/* Why recovery distrusts every index file and rebuilds them all. */
+typedef enum PmhashDistrust
+{
+	PMHASH_TRUST_FILES,			/* none: flag their unverified entries */
+	PMHASH_DISTRUST_BACKUP,		/* a restored base backup lacks them */
+	PMHASH_DISTRUST_WAL_GONE,	/* the WAL from the durable position is gone */
+	PMHASH_DISTRUST_DURABLE_LOST	/* the durable position and its WAL are */
+} PmhashDistrust;
+
+extern void pmhash_recovery_flag_files(XLogRecPtr point, PmhashDistrust distrust);
 extern void pmhash_recovery_after_crash(void);
 extern void pmhash_recovery_finish(void);
 extern void pmhash_mark_needs_rebuild(const RelFileNode *node);

@@ -86,13 +86,40 @@ flag_file(const char *path, XLogRecPtr redo_start)
 						(unsigned long long) flagged, path)));
 }
 
+/* Mark a file to be rebuilt from its table, saying why (point: see below). */
+static void
+distrust_file(const char *path, XLogRecPtr point, PmhashDistrust distrust)
+{
+	pmhash_set_file_state(path, PMH_STATE_NEEDS_REBUILD);
+	switch (distrust)
+	{
+		case PMHASH_TRUST_FILES:
+			break;
+		case PMHASH_DISTRUST_BACKUP:
+			ereport(LOG,
+					(errmsg("pmhash: \"%s\" is not part of the restored base backup; the index will be rebuilt from its table when next used",
+							path)));
+			break;
+		case PMHASH_DISTRUST_WAL_GONE:
+			ereport(LOG,
+					(errmsg("pmhash: \"%s\" may lack changes whose WAL from %X/%X is gone; the index will be rebuilt from its table when next used",
+							path, LSN_FORMAT_ARGS(point))));
+			break;
+		case PMHASH_DISTRUST_DURABLE_LOST:
+			ereport(LOG,
+					(errmsg("pmhash: \"%s\" may lack changes that the syncer had not made durable; the index will be rebuilt from its table when next used",
+							path)));
+			break;
+	}
+}
+
 /*
- * Before replay: flag the unverified entries of every permanent index file,
- * or, to distrust them all, mark every one to be rebuilt, saying why
- * ("is not part of the restored base backup").
+ * Before replay: flag the unverified entries of every permanent index file
+ * from point (the redo start point, or the syncer's durable position), or,
+ * to distrust them all, mark every one to be rebuilt, saying why.
  */
 void
-pmhash_recovery_flag_files(XLogRecPtr redo_start, const char *distrust)
+pmhash_recovery_flag_files(XLogRecPtr point, PmhashDistrust distrust)
 {
 	DIR		   *dir = AllocateDir(pmhash_directory);
 	struct dirent *de;
@@ -111,15 +138,10 @@ pmhash_recovery_flag_files(XLogRecPtr redo_start, const char *distrust)
 			backend != InvalidBackendId)
 			continue;
 		snprintf(path, MAXPGPATH, "%s/%s", pmhash_directory, de->d_name);
-		if (distrust == NULL)
-			flag_file(path, redo_start);
+		if (distrust == PMHASH_TRUST_FILES)
+			flag_file(path, point);
 		else
-		{
-			pmhash_set_file_state(path, PMH_STATE_NEEDS_REBUILD);
-			ereport(LOG,
-					(errmsg("pmhash: \"%s\" %s; the index will be rebuilt from its table when next used",
-							path, distrust)));
-		}
+			distrust_file(path, point, distrust);
 	}
 	FreeDir(dir);
 }
@@ -141,7 +163,7 @@ pmhash_recovery_after_crash(void)
 	if (crc_ok &&
 		(control->state == DB_IN_PRODUCTION || control->state == DB_IN_CRASH_RECOVERY))
 	{
-		pmhash_recovery_flag_files(control->checkPointCopy.redo, NULL);
+		pmhash_recovery_flag_files(control->checkPointCopy.redo, PMHASH_TRUST_FILES);
 		pmhash_set_flagged_from(control->checkPointCopy.redo);
 	}
 	pfree(control);

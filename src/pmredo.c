@@ -450,7 +450,7 @@ pmhash_startup(void)
 		pmhash_durable_write(InvalidXLogRecPtr);
 		if (distrust)
 		{
-			pmhash_recovery_flag_files(redo, "is not part of the restored base backup");
+			pmhash_recovery_flag_files(redo, PMHASH_DISTRUST_BACKUP);
 			return;
 		}
 	}
@@ -465,16 +465,15 @@ pmhash_startup(void)
 					from = durable;
 				break;
 			case PMHASH_DURABLE_LOST:
-				pmhash_recovery_flag_files(redo, "may lack changes that the syncer had not made durable");
+				pmhash_recovery_flag_files(redo, PMHASH_DISTRUST_DURABLE_LOST);
 				return;
 		}
 	}
 	/* the postmaster may have flagged them from this very point already */
 	if (pmhash_flagged_from() != from)
-		pmhash_recovery_flag_files(from, NULL);
+		pmhash_recovery_flag_files(from, PMHASH_TRUST_FILES);
 	if (from < redo && !replay_from_durable(from, redo))
-		pmhash_recovery_flag_files(from, psprintf("may lack changes whose WAL from %X/%X is gone",
-												  LSN_FORMAT_ARGS(from)));
+		pmhash_recovery_flag_files(from, PMHASH_DISTRUST_WAL_GONE);
 }
 
 /* rm_cleanup: after replay, make it durable and hand over to normal running. */

@@ -32,7 +32,8 @@
 # the load and an OS crash after it: no recovery, and exact results.  Two
 # crashes of replica right after a CHECKPOINT also lose pmhash.durable
 # (removed, then overwritten with random bytes): recovery must replay from
-# the position of the syncer's replication slot instead.  The
+# the position of the syncer's replication slot instead; and if the WAL
+# from the durable position is gone, rebuild every index.  The
 # test fails when commits do not sync (minimal), when the syncer does not
 # fsync or recovery does not replay from the durable position (replica),
 # each checked by removing it, and when pmhash does not flag entries
@@ -214,6 +215,59 @@ cmp_ok($replayed, '>', 0,
 		'fast shutdown: no crash recovery');
 	check_node($node, 'fast shutdown', 1);
 	check_log($node, $offset, 'fast shutdown');
+}
+
+# CRC-32C, as PostgreSQL computes it (pmhash.durable's slots carry one).
+sub crc32c
+{
+	my ($data) = @_;
+	my $crc = 0xFFFFFFFF;
+	for my $byte (unpack 'C*', $data)
+	{
+		$crc ^= $byte;
+		$crc = ($crc & 1) ? (($crc >> 1) ^ 0x82F63B78) : ($crc >> 1) for 1 .. 8;
+	}
+	return $crc ^ 0xFFFFFFFF;
+}
+
+# The WAL from the durable position gone: after a crash, pmhash.durable
+# names a position whose WAL segment checkpoints have since removed (as
+# when the slot was dropped or invalidated).  Recovery cannot replay from
+# there, so it must rebuild every index from its table, and say so.
+{
+	my $node = $nodes{replica};
+	my $old = $node->safe_psql('postgres', 'SELECT pg_current_wal_lsn()');
+	my $segment = $node->safe_psql('postgres', "SELECT pg_walfile_name('$old')");
+	$node->safe_psql('postgres', 'CREATE TABLE wal_fill (x int)');
+	for (1 .. 4)
+	{
+		$node->safe_psql('postgres', 'INSERT INTO wal_fill SELECT generate_series(1, 1000)');
+		$node->safe_psql('postgres', 'SELECT pg_switch_wal()');
+		Time::HiRes::sleep(1.5);    # a syncer round, which moves the slot on
+		$node->safe_psql('postgres', 'CHECKPOINT');
+	}
+	ok(!-e $node->data_dir . "/pg_wal/$segment", "WAL gone: segment $segment was removed");
+	my $offset = log_offset($node);
+	my $load = start_crash_load($node);
+	Time::HiRes::sleep(2);
+	$node->stop('immediate');
+	my ($hi, $lo) = map { hex } split m{/}, $old;
+	my $position = $hi * 2**32 + $lo;
+	my $durable = '';
+	for my $sequence (1_000_000, 1_000_001)
+	{
+		my $fields = pack('Q<Q<', $sequence, $position);
+		my $slot = pack('L<L<', 0x504d4844, crc32c($fields)) . $fields;
+		$durable .= $slot . ("\0" x (512 - length($slot)));
+	}
+	write_bytes(pmhash_dir($node) . '/pmhash.durable', $durable);
+	start_node($node);
+	finish_crash_load($node, 'WAL gone', $load);
+	like(slurp_file($node->logfile, $offset),
+		qr/pmhash: ".*" may lack changes whose WAL from \Q$old\E is gone; the index will be rebuilt/,
+		'WAL gone: recovery marks the index files to be rebuilt');
+	check_node($node, 'WAL gone', 0);
+	check_log($node, $offset, 'WAL gone', qr/requested WAL segment .* has already been removed|could not (open|read) file/);
 }
 
 # A crash that needs no redo, on purpose (wal_level minimal: no standby
