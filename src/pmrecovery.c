@@ -90,11 +90,10 @@ flag_file(const char *path, XLogRecPtr redo_start)
 static void
 distrust_file(const char *path, XLogRecPtr point, PmhashDistrust distrust)
 {
-	pmhash_set_file_state(path, PMH_STATE_NEEDS_REBUILD);
 	switch (distrust)
 	{
 		case PMHASH_TRUST_FILES:
-			break;
+			return;
 		case PMHASH_DISTRUST_BACKUP:
 			ereport(LOG,
 					(errmsg("pmhash: \"%s\" is not part of the restored base backup; the index will be rebuilt from its table when next used",
@@ -111,6 +110,7 @@ distrust_file(const char *path, XLogRecPtr point, PmhashDistrust distrust)
 							path)));
 			break;
 	}
+	pmhash_set_file_state(path, PMH_STATE_NEEDS_REBUILD);
 }
 
 /*

@@ -608,7 +608,8 @@ pmh_bulk_delete(const PmhSegment *seg, const PmhDeleteOps *ops, uint64_t lsn,
  * bucket marked here is stamped after after_lsn, so the flagging that
  * follows reseals it, and so does the next recovery if a crash comes
  * first.  An unchanged bucket that fails its checksum is damage, left for
- * verification to report: its entries are not followed, nor is it marked.
+ * verification to report: it is not marked (checked only then, so the
+ * sweep computes no checksum of the buckets it leaves alone).
  */
 static void
 reconnect_entries(const PmhSegment *seg, uint64_t after_lsn, const PmhPersist *persist)
@@ -622,9 +623,8 @@ reconnect_entries(const PmhSegment *seg, uint64_t after_lsn, const PmhPersist *p
 		PmhBucket  *bucket = pmh_bucket(seg, b);
 		uint32_t	valid = (uint32_t) (bucket->commit & PMH_VALID_MASK);
 
-		if (bucket->lsn <= after_lsn && !pmh_bucket_sound(seg, bucket, bucket->commit))
-			continue;
-		if (x >= need_low && !(bucket->commit & PMH_OVERFLOW_BIT))
+		if (x >= need_low && !(bucket->commit & PMH_OVERFLOW_BIT) &&
+			(bucket->lsn > after_lsn || pmh_bucket_sound(seg, bucket, bucket->commit)))
 		{
 			if (bucket->lsn <= after_lsn)
 				bucket->lsn = after_lsn + 1;
