@@ -105,7 +105,7 @@ SET enable_seqscan = off;
 EXPLAIN (COSTS OFF) SELECT * FROM er_t ORDER BY k;
 EXPLAIN (COSTS OFF) SELECT * FROM er_t WHERE k > 3;
 EXPLAIN (COSTS OFF) SELECT * FROM er_t WHERE k IS NULL;
--- "= ANY" only through a bitmap scan, even with bitmap scans disabled
+-- "= ANY" reaches the index whole (amsearcharray): an index scan when bitmap scans are off
 SET enable_bitmapscan = off;
 EXPLAIN (COSTS OFF) SELECT * FROM er_t WHERE k = ANY ('{1,2}');
 RESET enable_bitmapscan;

@@ -10,7 +10,9 @@
  * page, plus CPU per returned entry.  Repeated probes (the inner side of a
  * nested loop) are charged as genericcostestimate charges them for other
  * indexes: the pages the whole loop fetches from a file of the index's
- * estimated size, with caching, spread over the loops.
+ * estimated size, with caching, spread over the loops.  A "= ANY(array)"
+ * condition probes once per element: the generic estimator counts the
+ * elements (num_sa_scans) and the entries of one probe.
  *
  * Copyright (c) 2026, pmhash developers
  *
@@ -47,7 +49,8 @@ pmhashcostestimate(PlannerInfo *root, IndexPath *path, double loop_count,
 	genericcostestimate(root, path, loop_count, &costs);
 	get_tablespace_page_costs(path->indexinfo->reltablespace, &random_page_cost, NULL);
 
-	probe_pages = (1.0 + costs.numIndexTuples / PMH_BUCKET_SLOTS) * PMH_UNIT_SIZE / BLCKSZ;
+	probe_pages = costs.num_sa_scans *
+		(1.0 + costs.numIndexTuples / PMH_BUCKET_SLOTS) * PMH_UNIT_SIZE / BLCKSZ;
 	io_cost = probe_pages * random_page_cost;
 	if (loop_count > 1)
 	{
@@ -59,7 +62,7 @@ pmhashcostestimate(PlannerInfo *root, IndexPath *path, double loop_count,
 	}
 	*indexStartupCost = costs.indexStartupCost;
 	*indexTotalCost = costs.indexStartupCost + io_cost +
-		costs.numIndexTuples * (cpu_index_tuple_cost + cpu_operator_cost);
+		costs.num_sa_scans * costs.numIndexTuples * (cpu_index_tuple_cost + cpu_operator_cost);
 	*indexSelectivity = costs.indexSelectivity;
 	*indexCorrelation = costs.indexCorrelation;
 	*indexPages = costs.numIndexPages;

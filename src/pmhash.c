@@ -229,7 +229,7 @@ pmhash_handler(PG_FUNCTION_ARGS)
 	amroutine->amcanunique = true;
 	amroutine->amcanmulticol = false;
 	amroutine->amoptionalkey = false;
-	amroutine->amsearcharray = false;
+	amroutine->amsearcharray = true;
 	amroutine->amsearchnulls = false;
 	amroutine->amstorage = false;
 	amroutine->amclusterable = false;

@@ -323,8 +323,9 @@ extern uint32 pmhash_hash_datum(Relation index, Datum value);
 extern void pmhash_check_tid(Relation index, ItemPointer tid);
 extern bool pmhash_insert_entry(Relation index, PmhashLocal *ix, uint32 hash, ItemPointer tid,
 								PmhInsertMode mode, PmhashInsertGate gate, void *gate_arg);
-extern void pmhash_lookup_entries(Relation index, PmhashLocal *ix, Relation heap, uint32 hash,
-							   ItemPointer *tids, int *ntids, int *maxtids);
+extern void pmhash_lookup_entries(Relation index, PmhashLocal *ix, Relation heap,
+								  const uint32 *hashes, int n, ItemPointer *tids, int *ntids,
+								  int *maxtids);
 extern void pmhash_shard_segment(PmhashLocal *ix, uint32 shard, PmhSegment *seg);
 extern void pmhash_raise_shard_damaged(const char *index_name, uint32 shard) pg_attribute_noreturn();
 

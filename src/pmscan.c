@@ -8,6 +8,17 @@
  * are sorted and de-duplicated.  Only hash codes are stored, so every match
  * is rechecked against the heap tuple.
  *
+ * "col = ANY(array)" reaches the scan whole (amsearcharray): every element
+ * is hashed and the distinct codes probed in batches.  The executor's
+ * recheck of such a condition compares each row with the array element by
+ * element unless the array is a constant (PostgreSQL 15 hashes only those),
+ * which costs a row O(elements).  So an MVCC scan whose only condition is an
+ * array compares each candidate's key itself: it reads the key of the
+ * tuple its snapshot sees (the one the executor would return and recheck),
+ * hashes it, finds the elements of that code by binary search among the
+ * elements sorted by code, and keeps the TID only if one is equal by the
+ * condition's operator.  The rows it returns then need no recheck.
+ *
  * The executor does that recheck, but PostgreSQL 15's logical replication
  * apply worker (RelationFindReplTupleByIndex) takes the first tuple an
  * index scan returns and ignores xs_recheck: a key sharing the hash code
@@ -25,14 +36,24 @@
 #include "postgres.h"
 
 #include "access/relscan.h"
+#include "access/table.h"
 #include "catalog/index.h"
 #include "nodes/tidbitmap.h"
 #include "pgstat.h"
 #include "replication/logicalworker.h"
+#include "utils/array.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/snapmgr.h"
 
 #include "pmhash.h"
+
+/* An element of a "= ANY(array)" condition, with its hash code. */
+typedef struct ArrayElement
+{
+	uint32		hash;
+	Datum		value;
+} ArrayElement;
 
 typedef struct PmhScanOpaqueData
 {
@@ -41,11 +62,13 @@ typedef struct PmhScanOpaqueData
 	int			maxtids;
 	int			next;
 	bool		searched;
+	bool		exact;			/* every TID's key was compared: no recheck */
 	Oid			cross_type;		/* type whose hash function cross_proc is */
 	FmgrInfo	cross_proc;
 	bool		compare_keys;	/* return only rows whose key is equal */
 	bool		reading_keys;	/* reader begun */
 	PmhashKeyReader reader;
+	Relation	heap;			/* opened for a bitmap scan's reader, else NULL */
 } PmhScanOpaqueData;
 
 typedef PmhScanOpaqueData *PmhScanOpaque;
@@ -79,19 +102,20 @@ pmhashrescan(IndexScanDesc scan, ScanKey keys, int nkeys pg_attribute_unused(),
 }
 
 /*
- * Hash of a scan key's argument.  A cross-type key (an int4 compared with
- * an int8 column, say) is hashed with its own type's function from the
- * operator family, which hashes equal values alike.
+ * Hash of value, a scan key's argument or an element of its array.  A
+ * cross-type value (an int4 compared with an int8 column, say) is hashed
+ * with its own type's function from the operator family, which hashes
+ * equal values alike.
  */
 static uint32
-key_hash(IndexScanDesc scan, ScanKey key)
+key_hash(IndexScanDesc scan, ScanKey key, Datum value)
 {
 	PmhScanOpaque so = (PmhScanOpaque) scan->opaque;
 	Relation	index = scan->indexRelation;
 	Oid			subtype = key->sk_subtype;
 
 	if (!OidIsValid(subtype) || subtype == index->rd_opcintype[0])
-		return pmhash_hash_datum(index, key->sk_argument);
+		return pmhash_hash_datum(index, value);
 	if (so->cross_type != subtype)
 	{
 		Oid			proc = get_opfamily_proc(index->rd_opfamily[0], subtype, subtype, 1);
@@ -102,48 +126,235 @@ key_hash(IndexScanDesc scan, ScanKey key)
 		fmgr_info(proc, &so->cross_proc);
 		so->cross_type = subtype;
 	}
-	return DatumGetUInt32(FunctionCall1Coll(&so->cross_proc, key->sk_collation,
-											key->sk_argument));
+	return DatumGetUInt32(FunctionCall1Coll(&so->cross_proc, key->sk_collation, value));
 }
 
-/* Probe once and keep every matching TID, sorted and unique. */
+/* Order array elements by hash code. */
+static int
+element_cmp(const void *a, const void *b)
+{
+	uint32		ha = ((const ArrayElement *) a)->hash;
+	uint32		hb = ((const ArrayElement *) b)->hash;
+
+	return (ha > hb) - (ha < hb);
+}
+
+/*
+ * The non-NULL elements of array, the argument of an array scan key, with
+ * their hash codes, sorted by code, in *elements; returns their number.
+ * By-reference elements point into array.
+ */
+static int
+array_elements(IndexScanDesc scan, ScanKey key, ArrayType *array, ArrayElement **elements)
+{
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+	Datum	   *values;
+	bool	   *nulls;
+	int			nvalues;
+	int			n = 0;
+
+	get_typlenbyvalalign(ARR_ELEMTYPE(array), &typlen, &typbyval, &typalign);
+	deconstruct_array(array, ARR_ELEMTYPE(array), typlen, typbyval, typalign,
+					  &values, &nulls, &nvalues);
+	*elements = palloc(Max(nvalues, 1) * sizeof(ArrayElement));
+	for (int i = 0; i < nvalues; i++)
+	{
+		if (nulls[i])
+			continue;
+		(*elements)[n].hash = key_hash(scan, key, values[i]);
+		(*elements)[n].value = values[i];
+		n++;
+	}
+	pfree(values);
+	pfree(nulls);
+	qsort(*elements, n, sizeof(ArrayElement), element_cmp);
+	return n;
+}
+
+/* Free an array argument if detoasting it made a copy. */
+static void
+free_array(ScanKey key, ArrayType *array)
+{
+	if ((Pointer) array != DatumGetPointer(key->sk_argument))
+		pfree(array);
+}
+
+/* Sort TIDs and drop repeats. */
+static void
+sort_unique_tids(PmhScanOpaque so)
+{
+	int			n = 0;
+
+	if (so->ntids < 2)
+		return;
+	qsort(so->tids, so->ntids, sizeof(ItemPointerData), pmhash_tid_cmp);
+	for (int i = 0; i < so->ntids; i++)
+	{
+		if (n > 0 && ItemPointerEquals(&so->tids[n - 1], &so->tids[i]))
+			continue;
+		so->tids[n++] = so->tids[i];
+	}
+	so->ntids = n;
+}
+
+/*
+ * Begin reading the keys of candidate rows, once per scan.  A bitmap scan
+ * has no heap relation of its own: it opens the table, which the executor
+ * has locked already.
+ */
+static void
+begin_reading_keys(IndexScanDesc scan)
+{
+	PmhScanOpaque so = (PmhScanOpaque) scan->opaque;
+	Relation	heap = scan->heapRelation;
+
+	if (so->reading_keys)
+		return;
+	if (heap == NULL)
+	{
+		so->heap = table_open(scan->indexRelation->rd_index->indrelid, AccessShareLock);
+		heap = so->heap;
+	}
+	pmhash_key_reader_begin(&so->reader, heap, scan->indexRelation,
+							BuildIndexInfo(scan->indexRelation));
+	so->reading_keys = true;
+}
+
+/*
+ * Whether the key of the tuple at tid that the scan's snapshot sees equals
+ * one of the n elements (sorted by hash code) by the condition's operator.
+ */
+static bool
+key_in_elements(IndexScanDesc scan, ItemPointer tid, const ArrayElement *elements, int n)
+{
+	PmhScanOpaque so = (PmhScanOpaque) scan->opaque;
+	ScanKey		key = &scan->keyData[0];
+	Datum		row_key;
+	uint32		hash;
+	int			lo = 0;
+	int			hi = n;
+
+	if (!pmhash_key_read(&so->reader, tid, scan->xs_snapshot, &row_key))
+		return false;
+	hash = pmhash_hash_datum(scan->indexRelation, row_key);
+	while (lo < hi)
+	{
+		int			mid = lo + (hi - lo) / 2;
+
+		if (elements[mid].hash < hash)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < n && elements[lo].hash == hash; lo++)
+	{
+		if (DatumGetBool(FunctionCall2Coll(&key->sk_func, key->sk_collation,
+										   row_key, elements[lo].value)))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Keep only the TIDs whose rows match the array condition, and mark the
+ * scan exact.
+ */
+static void
+filter_by_elements(IndexScanDesc scan, const ArrayElement *elements, int n)
+{
+	PmhScanOpaque so = (PmhScanOpaque) scan->opaque;
+	int			kept = 0;
+
+	begin_reading_keys(scan);
+	for (int i = 0; i < so->ntids; i++)
+	{
+		if (key_in_elements(scan, &so->tids[i], elements, n))
+			so->tids[kept++] = so->tids[i];
+	}
+	pmhash_key_reader_release(&so->reader);
+	so->ntids = kept;
+	so->exact = true;
+}
+
+/*
+ * Probe once and keep every matching TID, sorted and unique.  With several
+ * conditions (on the one column) the first that is not an array is probed,
+ * else the first; the executor rechecks the others.
+ */
 static void
 search(IndexScanDesc scan)
 {
 	PmhScanOpaque so = (PmhScanOpaque) scan->opaque;
 	Relation	index = scan->indexRelation;
-	PmhashLocal   *ix;
-	uint32		hash;
-	int			n = 0;
+	ScanKey		probed = NULL;
+	ArrayType  *array = NULL;
+	ArrayElement *elements = NULL;
+	int			nelements = 0;
+	uint32		one_hash;
+	uint32	   *hashes = &one_hash;
+	int			nhashes = 0;
+	PmhashLocal *ix;
 
 	so->searched = true;
+	so->exact = false;
 	so->ntids = 0;
 	so->next = 0;
 	pgstat_count_index_scan(index);
 	if (scan->numberOfKeys < 1)
 		elog(ERROR, "pmhash index scans need an equality condition");
-	/* "= NULL" matches nothing */
+	/* "= NULL", "= ANY(NULL)" and "= ANY('{}')" match nothing */
 	for (int i = 0; i < scan->numberOfKeys; i++)
 	{
-		if (scan->keyData[i].sk_flags & SK_ISNULL)
+		ScanKey		key = &scan->keyData[i];
+		ArrayType  *other;
+		bool		empty;
+
+		if (key->sk_flags & SK_ISNULL)
+			return;
+		if (!(key->sk_flags & SK_SEARCHARRAY))
+		{
+			probed = probed ? probed : key;
+			continue;
+		}
+		other = DatumGetArrayTypeP(key->sk_argument);
+		empty = ArrayGetNItems(ARR_NDIM(other), ARR_DIMS(other)) == 0;
+		free_array(key, other);
+		if (empty)
 			return;
 	}
-	hash = key_hash(scan, &scan->keyData[0]);
-
-	ix = pmhash_open(index, NULL);
-	pmhash_lookup_entries(index, ix, scan->heapRelation, hash, &so->tids, &so->ntids, &so->maxtids);
-	pmhash_leave();
-
-	if (so->ntids > 1)
+	probed = probed ? probed : &scan->keyData[0];
+	if (probed->sk_flags & SK_SEARCHARRAY)
 	{
-		qsort(so->tids, so->ntids, sizeof(ItemPointerData), pmhash_tid_cmp);
-		for (int i = 0; i < so->ntids; i++)
+		array = DatumGetArrayTypeP(probed->sk_argument);
+		nelements = array_elements(scan, probed, array, &elements);
+		hashes = palloc(Max(nelements, 1) * sizeof(uint32));
+		for (int i = 0; i < nelements; i++)
 		{
-			if (n > 0 && ItemPointerEquals(&so->tids[n - 1], &so->tids[i]))
-				continue;
-			so->tids[n++] = so->tids[i];
+			if (nhashes == 0 || hashes[nhashes - 1] != elements[i].hash)
+				hashes[nhashes++] = elements[i].hash;
 		}
-		so->ntids = n;
+	}
+	else
+		hashes[nhashes++] = key_hash(scan, probed, probed->sk_argument);
+
+	/* an array of NULLs only matches nothing */
+	if (nhashes > 0)
+	{
+		ix = pmhash_open(index, NULL);
+		pmhash_lookup_entries(index, ix, scan->heapRelation, hashes, nhashes,
+							  &so->tids, &so->ntids, &so->maxtids);
+		pmhash_leave();
+		sort_unique_tids(so);
+	}
+	if (array != NULL)
+	{
+		if (so->ntids > 0 && scan->numberOfKeys == 1 && IsMVCCSnapshot(scan->xs_snapshot))
+			filter_by_elements(scan, elements, nelements);
+		pfree(hashes);
+		pfree(elements);
+		free_array(probed, array);
 	}
 }
 
@@ -160,12 +371,7 @@ key_matches(IndexScanDesc scan, ItemPointer tid)
 	ScanKey		key = &scan->keyData[0];
 	Datum		row_key;
 
-	if (!so->reading_keys)
-	{
-		pmhash_key_reader_begin(&so->reader, scan->heapRelation, scan->indexRelation,
-								BuildIndexInfo(scan->indexRelation));
-		so->reading_keys = true;
-	}
+	begin_reading_keys(scan);
 	if (!pmhash_key_read_live(&so->reader, tid, &row_key))
 		return false;
 	return DatumGetBool(FunctionCall2Coll(&key->sk_func, key->sk_collation,
@@ -184,10 +390,10 @@ pmhashgettuple(IndexScanDesc scan, ScanDirection dir pg_attribute_unused())
 	{
 		ItemPointer tid = &so->tids[so->next++];
 
-		if (so->compare_keys && !key_matches(scan, tid))
+		if (so->compare_keys && !so->exact && !key_matches(scan, tid))
 			continue;
 		scan->xs_heaptid = *tid;
-		scan->xs_recheck = true;
+		scan->xs_recheck = !so->exact;
 		return true;
 	}
 	return false;
@@ -201,7 +407,7 @@ pmhashgetbitmap(IndexScanDesc scan, TIDBitmap *tbm)
 
 	search(scan);
 	if (so->ntids > 0)
-		tbm_add_tuples(tbm, so->tids, so->ntids, true);
+		tbm_add_tuples(tbm, so->tids, so->ntids, !so->exact);
 	return so->ntids;
 }
 
@@ -213,6 +419,8 @@ pmhashendscan(IndexScanDesc scan)
 
 	if (so->reading_keys)
 		pmhash_key_reader_end(&so->reader);
+	if (so->heap != NULL)
+		table_close(so->heap, NoLock);
 	pfree(so->tids);
 	pfree(so);
 }

@@ -205,46 +205,99 @@ collect_tids(void *arg, const PmhTid *tids, int count, uint64 unverified)
 	}
 }
 
+/* Keys a batched lookup resolves at a time. */
+#define LOOKUP_BATCH	64
+
 /*
- * Collect every TID stored under hash into *tids (a palloc'd array of
- * *maxtids entries that grows as needed), without taking a lock unless a
- * bucket keeps changing under the probe.  Unverified TIDs past the end of
- * heap (given for plain index scans) are left out: they are phantoms of a
- * crash that would make the heap fetch fail.
+ * Look hash up with writers of its shard locked out: after a lock-free
+ * lookup found a bucket changing (or the shard unpublished), where only a
+ * checksum mismatch can still keep a bucket busy.  What the lock-free
+ * attempt delivered stays: validated copies of entries the shard held.
  */
-void
-pmhash_lookup_entries(Relation index, PmhashLocal *ix, Relation heap, uint32 hash,
-				   ItemPointer *tids, int *ntids, int *maxtids)
+static void
+lookup_locked(Relation index, PmhashLocal *ix, uint32 hash, TidCollector *c)
 {
 	uint32		shard = pmh_shard_of(hash, ix->table.shard_bits);
-	PmhashShardState *state = &ix->share->shards[shard];
-	TidCollector c = {*tids, 0, *maxtids, 0, 0, NULL};
+	LWLock	   *lock = pmhash_shard_lock(ix->share, shard);
 	PmhSegment	seg;
-	uint64		desc;
-	uint32		nposting;
-	PmhStatus	st = PMH_BUSY;
+	PmhStatus	st;
 
-	if (state->broken)
-		raise_broken(index, shard);
-	if (pmh_mirror_read(&state->mirror, &desc, &nposting))
-	{
-		map_segment(ix, shard, desc, nposting, &seg);
-		st = pmh_lookup(&seg, hash, collect_tids, &c);
-	}
-	if (st == PMH_BUSY)
-	{
-		/* a publication, or writers that kept changing a bucket: lock them out */
-		LWLock	   *lock = pmhash_shard_lock(ix->share, shard);
+	LWLockAcquire(lock, LW_SHARED);
+	pmhash_shard_segment(ix, shard, &seg);
+	st = pmh_lookup(&seg, hash, collect_tids, c);
+	LWLockRelease(lock);
+	if (st != PMH_OK)
+		pmhash_raise_shard_damaged(RelationGetRelationName(index), shard);
+}
 
-		LWLockAcquire(lock, LW_SHARED);
-		c.ntids = c.nunverified = 0;
-		pmhash_shard_segment(ix, shard, &seg);
-		st = pmh_lookup(&seg, hash, collect_tids, &c);
-		LWLockRelease(lock);
-		/* with writers locked out, only a checksum mismatch keeps a bucket busy */
-		if (st == PMH_BUSY)
-			st = PMH_CORRUPT;
+/*
+ * Look up m hash codes without locks, in one batch when there are several:
+ * the core overlaps their cache misses.  Keys whose lookup met a changing
+ * bucket, or whose shard is not published, are looked up again with their
+ * shard locked.
+ */
+static void
+lookup_unlocked(Relation index, PmhashLocal *ix, const uint32 *hashes, int m, TidCollector *c)
+{
+	PmhSegment	segs[LOOKUP_BATCH];
+	uint32		found[LOOKUP_BATCH];
+	void	   *args[LOOKUP_BATCH];
+	PmhStatus	status[LOOKUP_BATCH];
+	uint32		retry[LOOKUP_BATCH];
+	int			nfound = 0;
+	int			nretry = 0;
+
+	Assert(m <= LOOKUP_BATCH);
+	for (int k = 0; k < m; k++)
+	{
+		uint32		shard = pmh_shard_of(hashes[k], ix->table.shard_bits);
+		PmhashShardState *state = &ix->share->shards[shard];
+		uint64		desc;
+		uint32		nposting;
+
+		if (state->broken)
+			raise_broken(index, shard);
+		if (!pmh_mirror_read(&state->mirror, &desc, &nposting))
+		{
+			retry[nretry++] = hashes[k];
+			continue;
+		}
+		map_segment(ix, shard, desc, nposting, &segs[nfound]);
+		args[nfound] = c;
+		found[nfound++] = hashes[k];
 	}
+	if (nfound == 1)
+		status[0] = pmh_lookup(&segs[0], found[0], collect_tids, c);
+	else if (nfound > 1)
+		pmh_lookup_batch(segs, found, nfound, collect_tids, args, status);
+	for (int k = 0; k < nfound; k++)
+	{
+		if (status[k] == PMH_CORRUPT)
+			pmhash_raise_shard_damaged(RelationGetRelationName(index),
+									   pmh_shard_of(found[k], ix->table.shard_bits));
+		if (status[k] == PMH_BUSY)
+			retry[nretry++] = found[k];
+	}
+	for (int k = 0; k < nretry; k++)
+		lookup_locked(index, ix, retry[k], c);
+}
+
+/*
+ * Collect every TID stored under each of n hash codes into *tids (a
+ * palloc'd array of *maxtids entries that grows as needed; a TID may come
+ * more than once), without taking a lock unless a bucket keeps changing
+ * under the probe.  Unverified TIDs past the end of heap (given for plain
+ * index scans) are left out: they are phantoms of a crash that would make
+ * the heap fetch fail.
+ */
+void
+pmhash_lookup_entries(Relation index, PmhashLocal *ix, Relation heap, const uint32 *hashes,
+					  int n, ItemPointer *tids, int *ntids, int *maxtids)
+{
+	TidCollector c = {*tids, 0, *maxtids, 0, 0, NULL};
+
+	for (int done = 0; done < n; done += LOOKUP_BATCH)
+		lookup_unlocked(index, ix, hashes + done, Min(LOOKUP_BATCH, n - done), &c);
 	if (c.nunverified > 0)
 	{
 		BlockNumber nblocks = heap ? RelationGetNumberOfBlocks(heap) : InvalidBlockNumber;
@@ -259,6 +312,4 @@ pmhash_lookup_entries(Relation index, PmhashLocal *ix, Relation heap, uint32 has
 	*tids = c.tids;
 	*ntids = c.ntids;
 	*maxtids = c.maxtids;
-	if (st == PMH_CORRUPT)
-		pmhash_raise_shard_damaged(RelationGetRelationName(index), shard);
 }

@@ -30,8 +30,8 @@ SELECT results_eq(
 						'distance_orderable', 'returnable', 'search_array', 'search_nulls']) p$$,
 	$$VALUES ('asc', false), ('desc', false), ('nulls_first', false), ('nulls_last', false),
 			 ('orderable', false), ('distance_orderable', false), ('returnable', false),
-			 ('search_array', false), ('search_nulls', false)$$,
-	'column properties: not orderable, not returnable, no array or NULL search');
+			 ('search_array', true), ('search_nulls', false)$$,
+	'column properties: not orderable, not returnable, array search (= ANY), no NULL search');
 
 -- refused
 SELECT throws_ok('CREATE UNIQUE INDEX ap_dup ON ap USING pmhash (k)', '23505',
