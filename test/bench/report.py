@@ -6,8 +6,9 @@ Usage: report.py OUTDIR
 Reads OUTDIR/raw.csv (every measurement: section, dataset, am, metric, rep,
 value), OUTDIR/meta.txt (key=value lines about the run) and, if present,
 OUTDIR/core.csv ("core,<metric>,<value>" lines of the core benchmark).  Keeps
-the best repetition of each timing (least time, most tps) and the median of
-sizes and WAL volumes, computes the ratios pmhash/hash and pmhash/btree,
+the best repetition of each timing (least time, most tps), the median of
+TPC-B-like tps, sizes and WAL volumes, computes the ratios pmhash/hash and
+pmhash/btree,
 checks them against the issue's floors, prints the table and writes
 OUTDIR/results.md and OUTDIR/results.csv.
 """
@@ -38,7 +39,20 @@ SPECS = {
 }
 PGBENCH_ORDER = ["select", "prepared", "tpcb", "tpcb_wal"]
 SQL_ORDER = ["build_s", "build_wal_mb", "size_mb", "size_bpe", "probe_present_us", "probe_absent_us",
+             "any_const_k1000_ms", "any_const_k10000_ms", "any_param_k1000_ms", "any_param_k10000_ms",
              "insert_us", "insert_index_us", "insert_wal_b", "insert_index_wal_b"]
+
+
+def sql_spec(metric):
+    """The spec of an SQL-level metric; any_<const|param>_k<K>_ms for "k = ANY(array)" of K keys."""
+    if metric.startswith("any_"):
+        _, how, keys, _ = metric.split("_")
+        if how == "const":
+            return ("k = ANY(array of %s keys), constant" % keys[1:], "ms", "min", "lower",
+                    [("btree", "<=", 0.6), ("hash", "<=", 0.5)])
+        return ("k = ANY($1) of %s keys, generic plan" % keys[1:], "ms", "min", "lower",
+                [("btree", "<=", 1.0)])
+    return SPECS[metric]
 
 
 def pgbench_spec(metric):
@@ -52,7 +66,7 @@ def pgbench_spec(metric):
         how = ", prepared" if mode == "prepared" else ""
         return ("pgbench select-only%s, %s client%s" % (how, clients, plural), "tps", "max", "higher",
                 [("hash", ">=", 1.15), ("btree", ">=", 1.3)])
-    return ("pgbench TPC-B-like, %s client%s" % (clients, plural), "tps", "max", "higher",
+    return ("pgbench TPC-B-like, %s client%s" % (clients, plural), "tps", "median", "higher",
             [("hash", ">=", 1.0)])
 
 
@@ -91,6 +105,8 @@ def how_kept(section, metric):
     """How the repetitions of a metric are reduced to one value."""
     if section == "pgbench":
         return pgbench_spec(metric)[2]
+    if metric.startswith("any_"):
+        return sql_spec(metric)[2]
     if metric in SPECS and SPECS[metric][2] != "derived":
         return SPECS[metric][2]
     return "median"
@@ -153,7 +169,7 @@ def build_rows(data):
             if section == "pgbench":
                 metrics.sort(key=lambda m: (PGBENCH_ORDER.index(m.split("_c")[0]), int(m.split("_c")[1])))
             for m in metrics:
-                spec = pgbench_spec(m) if section == "pgbench" else SPECS[m]
+                spec = pgbench_spec(m) if section == "pgbench" else sql_spec(m)
                 label, unit, _, better, floors = spec
                 values = {}
                 for am in AMS:
@@ -223,10 +239,33 @@ def bound_rows(kept):
                                        int(r["clients"])))
 
 
+def control_rows(data, kept):
+    """Rows comparing TPC-B-like tps of hash with its second copy (set "hash2"), cell by cell."""
+    rows = []
+    for (section, ds, am, m), control in kept.items():
+        if section != "pgbench" or am != "hash2" or not m.startswith("tpcb_c"):
+            continue
+        hash_tps, pmhash_tps = kept.get((section, ds, "hash", m)), kept.get((section, ds, "pmhash", m))
+        pairs = list(zip(data.get((section, ds, "hash2", m), []), data.get((section, ds, "hash", m), [])))
+        per_rep = [a / b for a, b in pairs if b]
+        rows.append({"dataset": ds, "clients": m.split("_c")[1], "hash": hash_tps, "control": control,
+                     "control_hash": control / hash_tps if hash_tps else None,
+                     "control_low": min(per_rep) if per_rep else None,
+                     "control_high": max(per_rep) if per_rep else None,
+                     "pmhash_hash": pmhash_tps / hash_tps if pmhash_tps and hash_tps else None})
+    order = list(dict.fromkeys(r["dataset"] for r in rows))
+    return sorted(rows, key=lambda r: (order.index(r["dataset"]), int(r["clients"])))
+
+
 def bound_note(kept, row):
-    """For a failed select-only row: what the index-free bound reached in the same cell."""
+    """For a failed pgbench row: the index-free bound, or hash's second copy, in the same cell."""
+    if row["section"] != "pgbench" or not row["hash"]:
+        return ""
+    if row["key"].startswith("tpcb_c"):
+        control = kept.get(("pgbench", row["dataset"], "hash2", row["key"]))
+        return "; hash's second copy: %s x hash" % fmt(control / row["hash"]) if control else ""
     bound = kept.get(("pgbench", row["dataset"], "tid", row["key"]))
-    if row["section"] != "pgbench" or not bound or not row["hash"] or not row["btree"]:
+    if not bound or not row["btree"]:
         return ""
     return "; no index at all, by TID: %s x hash, %s x btree" % (fmt(bound / row["hash"]),
                                                                 fmt(bound / row["btree"]))
@@ -239,6 +278,16 @@ BOUND_TEXT = ("pgbench select-only with no index on pgbench_accounts, each row f
               "(best of the repetitions): no index on aid can beat it, so bound/hash and bound/btree "
               "are the most any index could reach against hash and btree (with prepared statements "
               "each execution builds the TID with pmhash_bench_tid, a C function)")
+
+
+CONTROL_COLUMNS = [("dataset", "data set"), ("clients", "clients"), ("hash", "hash (tps)"),
+                   ("control", "hash's copy (tps)"), ("control_hash", "copy/hash"),
+                   ("control_low", "lowest run pair"), ("control_high", "highest run pair"),
+                   ("pmhash_hash", "pmhash/hash")]
+CONTROL_TEXT = ("pgbench TPC-B-like on a second copy of hash's tables (medians of the repetitions; "
+                "each run pair is the copy's run against hash's in the same repetition): two "
+                "identical setups, so copy/hash shows how far apart noise alone puts them; a "
+                "pmhash/hash ratio within that distance is not a difference the run can see")
 
 
 COLUMNS = [("section", "section"), ("dataset", "data set"), ("metric", "metric"), ("unit", "unit"),
@@ -278,8 +327,8 @@ def method_notes(meta):
     """What was measured, and how, as markdown bullet points."""
     return """- One cluster, one run; pmhash files on /dev/shm with `PMEM_IS_PMEM_FORCE=1` (the pmem code path).
   Each timed SQL- and AM-level measurement is repeated (REPS), the order of the AMs rotated each
-  repetition; the table keeps the **best** repetition (least time, most tps) and the median of sizes
-  and WAL volumes. Ratios are pmhash / hash and pmhash / btree: below 1 is better for times and sizes,
+  repetition; the table keeps the **best** repetition (least time, most tps) and the median of sizes,
+  WAL volumes and TPC-B-like tps (whose runs wait on WAL flushes, so the best is the luckiest). Ratios are pmhash / hash and pmhash / btree: below 1 is better for times and sizes,
   above 1 for tps.
 - **Build**: `CREATE INDEX` on the table holding only that index, after a `CHECKPOINT`, timed around
   the statement from the client's side (commit included). **Size**: `pg_total_relation_size` of the
@@ -289,6 +338,13 @@ def method_notes(meta):
   jit off, no parallel workers); absent keys are random keys checked not to be in the table. Time per
   probe = statement time / probes, including the probe table's scan and, for present keys, the heap
   fetch. One untimed warm-up pass first; row counts and id sums are checked against a hash join.
+- **`k = ANY(array)`**: `count(*), sum(id)` of the rows whose key is in an array of ANY_KEYS keys,
+  half present (from the probe table), half absent; the planner picks the scan (it must use the
+  index), no parallel workers. Once with the array written into the query (a constant: PostgreSQL
+  hashes it for the recheck) and once as the parameter of a prepared statement's generic plan
+  (`k = ANY($1)`, as ORMs send it: PostgreSQL's recheck then compares each row with every element;
+  pmhash compares the rows' keys itself). Best of three runs after an untimed one; results checked
+  against a hash join.
 - **Insert**: one `INSERT ... SELECT` of INSERT_ROWS new random keys (autocommit, commit included)
   into the table that has the index (built after a checkpoint, so no full-page images of the index),
   timed per row; WAL bytes per row from `pg_current_wal_insert_lsn()` before and after. "Index share"
@@ -314,9 +370,12 @@ def method_notes(meta):
   idle virtual CPU, which costs more than the transaction. Select-only also runs on a fourth copy,
   `pgb_tid`, with no index on `aid` and each row fetched by its TID
   (`test/bench/sql/pgb_select_by_tid.sql`, after `pgb_tid_layout.sql` checked that every row sits
-  where its aid says; only select-only ever runs there): the bound no index can beat.
+  where its aid says; only select-only ever runs there): the bound no index can beat. TPC-B-like
+  also runs on a second copy indexed by hash, `pgb_hash2`, in the rotation: its distance from
+  hash is the noise of the cell.
 - **spread %**: for timings and tps, the largest relative spread (max / min - 1) of one AM's
-  repetitions of that figure; it shows how much noise the best-of figure was picked from.
+  repetitions of that figure; it shows how much noise the best-of figure was picked from (for
+  TPC-B-like, see the noise table instead).
 - The machine is shared: load averages are recorded above; other sessions' tests may have run
   concurrently, so differences within the spread are noise."""
 
@@ -371,12 +430,16 @@ def main():
     if bounds:
         md += ["## Bound of pgbench select-only", "", BOUND_TEXT + ".", "",
                md_table(bounds, BOUND_COLUMNS), ""]
+    controls = control_rows(data, kept)
+    if controls:
+        md += ["## Noise of pgbench TPC-B-like", "", CONTROL_TEXT + ".", "",
+               md_table(controls, CONTROL_COLUMNS), ""]
     md += ["## Method", "", method_notes(meta), ""]
     with open(os.path.join(out, "results.md"), "w") as f:
         f.write("\n".join(md))
 
     print()
-    print("== results (best of repetitions; ratios pmhash/hash, pmhash/btree)")
+    print("== results (best of repetitions, median for TPC-B-like; ratios pmhash/hash, pmhash/btree)")
     for k, v in meta.items():
         if k.startswith("load_") or k in ("is_pmem", "parameters", "commit"):
             print("   %s: %s" % (k, v))
@@ -388,6 +451,10 @@ def main():
         print()
         print("== " + BOUND_TEXT)
         print(text_table(bounds, BOUND_COLUMNS))
+    if controls:
+        print()
+        print("== " + CONTROL_TEXT)
+        print(text_table(controls, CONTROL_COLUMNS))
     print()
     print(summary)
     for r in failed:

@@ -8,7 +8,8 @@
 # BENCH_PATH=msync puts them on the ordinary disk instead), and measures, for each AM in turn:
 #   SQL level, for each data set (1M and 10M random int8 keys, 1M md5 text
 #     keys): build time, size, nested-loop probes of present and of absent
-#     keys, and inserts into the indexed table (time and WAL per row);
+#     keys, "k = ANY(array)" with a constant and with a parameter array, and
+#     inserts into the indexed table (time and WAL per row);
 #   AM level: equality probes through the index AM API (pmhash_bench_probe);
 #   pgbench select-only and TPC-B-like runs on a copy of the pgbench tables
 #     per AM with pgbench_accounts.aid indexed by the AM, at each scale,
@@ -17,9 +18,12 @@
 #     2GB holds them).  A 1-client run has pgbench and its backend share one
 #     CPU (see pgbench_one).  Select-only, with either protocol, also runs on
 #     a copy with no index, each row fetched by its TID: what no index can beat.
+#     TPC-B-like also runs on a second copy indexed by hash (set "hash2"):
+#     how far apart two identical setups land, the noise of its cells.
 # Timed SQL- and AM-level measurements are repeated REPS times, the AM order
 # rotated each time, and the best is kept; likewise pgbench, PGBENCH_REPS
-# times, the AMs' runs of each mode and client count one after another.
+# times, the AMs' runs of each mode and client count one after another (for
+# TPC-B-like, whose runs wait on WAL flushes, the median is kept).
 # Then it stops the cluster, runs test/bench/core/run.sh if present (unless
 # SKIP_CORE is set), whose test/bench/out/core.csv joins the table (a
 # core.csv of an earlier run is removed at the start), and writes
@@ -37,6 +41,7 @@
 #   REPS             repetitions of each timed SQL/AM measurement (3 [1])
 #   PROBES           keys per probe table (200000 [20000])
 #   INSERT_ROWS      rows inserted in the insert test (200000 [20000])
+#   ANY_KEYS         array sizes of the "k = ANY(array)" test ("1000 10000")
 #   AM_LOOPS         passes over the probe keys per AM-level timing (5 [2])
 #   PGBENCH_SCALES   pgbench scales ("20 100" [20])
 #   PGBENCH_CLIENTS  client counts ("1 2")
@@ -77,6 +82,7 @@ fi
 DATASETS=${DATASETS:-"i1m i10m t1m"}
 REPS=${REPS:-3}
 PROBES=${PROBES:-200000}
+ANY_KEYS=${ANY_KEYS:-"1000 10000"}
 INSERT_ROWS=${INSERT_ROWS:-200000}
 AM_LOOPS=${AM_LOOPS:-5}
 PGBENCH_SCALES=${PGBENCH_SCALES:-"20 100"}
@@ -121,6 +127,14 @@ measure() {
 	return 0
 }
 
+# The index AM of pgbench set $1: the AM itself, hash for the control copy.
+index_am_of() {
+	case $1 in
+		hash2) echo hash ;;
+		*) echo "$1" ;;
+	esac
+}
+
 # The words of $2 rotated left by ($1 - 1): the AM order of repetition $1.
 rotation() {
 	local -a words
@@ -156,13 +170,16 @@ dataset_params() {
 # One repetition of the SQL-level measurements of AM $2 on data set $1: build,
 # probes, inserts; AM "none" times the inserts into the table without index.
 sql_level_one() {
-	local ds=$1 am=$2 idx=bidx_$1 verify=off checkpoint=off
+	local ds=$1 am=$2 idx=bidx_$1 verify=off checkpoint=off keys
 	if [ "$am" = none ]; then
 		idx=none
 		checkpoint=on
 	else
 		measure sql "$ds" "$am" build.sql -v idx="$idx"
 		measure sql "$ds" "$am" probe.sql -v idx="$idx"
+		for keys in $ANY_KEYS; do
+			measure sql "$ds" "$am" any.sql -v idx="$idx" -v kkeys="$keys" -v keytype="$KEYTYPE"
+		done
 	fi
 	if [ "$am" = pmhash ] && [ "$REP" = 1 ]; then
 		verify=on
@@ -208,10 +225,11 @@ in_set() {
 	PGOPTIONS="-c search_path=pgb_$am,public" "$@"
 }
 
-# Create the pgbench tables of AM $1 at scale $2 in schema pgb_<AM>: pgbench
-# -i, the primary key of pgbench_accounts dropped, and the aid index of the
-# AM, or none for the pseudo-AM "tid" (whose rows are checked to sit where
-# the pgb_select_by_tid*.sql scripts will look for them; sets TID_VARS).
+# Create the pgbench tables of set $1 at scale $2 in schema pgb_<set>:
+# pgbench -i, the primary key of pgbench_accounts dropped, and the aid index
+# of the set's AM (index_am_of), or none for the pseudo-AM "tid" (whose
+# rows are checked to sit where the pgb_select_by_tid*.sql scripts will look
+# for them; sets TID_VARS).
 create_pgbench_set() {
 	local am=$1 scale=$2 per_page
 	bpsql -c "SET client_min_messages = warning; DROP SCHEMA IF EXISTS pgb_$am CASCADE; CREATE SCHEMA pgb_$am" ||
@@ -223,7 +241,7 @@ create_pgbench_set() {
 		per_page=$(in_set "$am" bpsql -f "$SQL/pgb_tid_layout.sql") || die "pgb_tid_layout.sql failed"
 		TID_VARS="-D per_page=$per_page -D accounts=$((100000 * scale))"
 	else
-		in_set "$am" measure pgbench "scale$scale" "$am" pgb_index.sql
+		in_set "$am" measure pgbench "scale$scale" "$am" pgb_index.sql -v index_am="$(index_am_of "$am")"
 	fi
 }
 
@@ -286,21 +304,25 @@ restart_with_buffers() {
 # pgbench at scale $1.  Each AM gets its own copy of the pgbench tables, so
 # that runs of the AMs can alternate without rebuilding an index; so does
 # the bound of select-only, the pseudo-AM "tid": no index on aid, each row
-# fetched by its TID, with either protocol (unless PGBENCH_OPTS picks one).
+# fetched by its TID, with either protocol (unless PGBENCH_OPTS picks one);
+# and the control of TPC-B-like, "hash2", a second copy indexed by hash.
 # For each shared_buffers setting the cluster restarts; then each repetition
 # runs every mode (select-only with the simple protocol, then with prepared
 # statements, then TPC-B-like) and client count, with the AMs in an order
 # rotated each repetition, one run after another.
 run_pgbench() {
-	local start=$SECONDS am mode clients buffers ds scale=$1 bound=tid sets
+	local start=$SECONDS am mode clients buffers ds scale=$1 bound=tid control="" sets
 	case " $PGBENCH_OPTS " in
 		*" -M"* | *" --protocol"*)
 			echo "== no bound of select-only: PGBENCH_OPTS picks the protocol, its scripts need their own"
 			bound="" ;;
 	esac
+	case " $PGBENCH_MODES " in
+		*" tpcb "*) control=hash2 ;;
+	esac
 	record_load "scale$scale"
-	echo "== pgbench scale $scale: initializing a set of tables for each of: $bound $AMS"
-	for am in $bound $AMS; do
+	echo "== pgbench scale $scale: initializing a set of tables for each of: $bound $AMS $control"
+	for am in $bound $AMS $control; do
 		create_pgbench_set "$am" "$scale"
 	done
 	for buffers in $PGBENCH_SHARED_BUFFERS; do
@@ -308,8 +330,8 @@ run_pgbench() {
 		ds=scale$scale-sb$buffers
 		for REP in $(seq 1 "$PGBENCH_REPS"); do
 			for mode in $PGBENCH_MODES; do
-				sets=$AMS
-				[ "$mode" = tpcb ] || sets="$bound $AMS"
+				sets="$bound $AMS"
+				[ "$mode" = tpcb ] && sets="$AMS $control"
 				for clients in $PGBENCH_CLIENTS; do
 					for am in $(rotation "$REP" "$sets"); do
 						pgbench_one "$ds" "$am" "$mode" "$clients"
@@ -318,7 +340,7 @@ run_pgbench() {
 			done
 		done
 	done
-	for am in $bound $AMS; do
+	for am in $bound $AMS $control; do
 		bpsql -c "DROP SCHEMA pgb_$am CASCADE" || die "DROP SCHEMA failed"
 	done
 	echo "== pgbench scale $scale done in $((SECONDS - start)) s"
@@ -376,7 +398,7 @@ main() {
 	meta started "$(date -u '+%Y-%m-%d %H:%M:%S UTC')"
 	meta commit "$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)$(git -C "$REPO" diff --quiet HEAD -- src 2>/dev/null || echo ' (src modified)')"
 	meta machine "$(nproc) cores, $(free -g | awk '/^Mem:/ { print $2 }') GB RAM, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)"
-	meta parameters "DATASETS='$DATASETS' REPS=$REPS PROBES=$PROBES INSERT_ROWS=$INSERT_ROWS AM_LOOPS=$AM_LOOPS PGBENCH_SCALES='$PGBENCH_SCALES' PGBENCH_CLIENTS='$PGBENCH_CLIENTS' PGBENCH_SHARED_BUFFERS='$PGBENCH_SHARED_BUFFERS' PGBENCH_SECONDS=$PGBENCH_SECONDS PGBENCH_REPS=$PGBENCH_REPS PGBENCH_MODES='$PGBENCH_MODES' PGBENCH_OPTS='$PGBENCH_OPTS' BENCH_PATH=$BENCH_PATH EXTRA_SETTINGS='$EXTRA_SETTINGS'"
+	meta parameters "DATASETS='$DATASETS' REPS=$REPS PROBES=$PROBES ANY_KEYS='$ANY_KEYS' INSERT_ROWS=$INSERT_ROWS AM_LOOPS=$AM_LOOPS PGBENCH_SCALES='$PGBENCH_SCALES' PGBENCH_CLIENTS='$PGBENCH_CLIENTS' PGBENCH_SHARED_BUFFERS='$PGBENCH_SHARED_BUFFERS' PGBENCH_SECONDS=$PGBENCH_SECONDS PGBENCH_REPS=$PGBENCH_REPS PGBENCH_MODES='$PGBENCH_MODES' PGBENCH_OPTS='$PGBENCH_OPTS' BENCH_PATH=$BENCH_PATH EXTRA_SETTINGS='$EXTRA_SETTINGS'"
 	PACKAGES="$PACKAGES python3-matplotlib"
 	install_packages
 	build_install "" || die "building pmhash failed"
