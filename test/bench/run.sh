@@ -12,7 +12,8 @@
 #     inserts into the indexed table (time and WAL per row);
 #   AM level: equality probes through the index AM API (pmhash_bench_probe);
 #   pgbench select-only and TPC-B-like runs on a copy of the pgbench tables
-#     per AM with pgbench_accounts.aid indexed by the AM, at each scale,
+#     per AM with pgbench_accounts.aid indexed by the AM (select-only also
+#     timed in the server by pg_stat_statements), at each scale,
 #     client count and shared_buffers setting (the cluster restarted with
 #     each; PostgreSQL's default 128MB is smaller than both scales' tables,
 #     2GB holds them).  A 1-client run has pgbench and its backend share one
@@ -247,15 +248,18 @@ create_pgbench_set() {
 
 # One pgbench run of data set $1 on the tables of AM $2: mode $3 (select;
 # prepared, i.e. select-only with prepared statements; or tpcb), $4 clients;
-# records its tps as metric <mode>_c<clients>, and for TPC-B-like the WAL
-# bytes per transaction as tpcb_wal_c<clients>.  With one client, pgbench
+# records its tps as metric <mode>_c<clients>; for select-only, the
+# statement's mean execution time in the server (pg_stat_statements, reset
+# before the run: no parsing, planning or client round trip; on "tid", the
+# fetch by TID with no index) as <mode>_exec_c<clients>, in microseconds;
+# and for TPC-B-like the WAL bytes per transaction as tpcb_wal_c<clients>.  With one client, pgbench
 # and its backend (forked by the postmaster, so pinned with it) run on the
 # last CPU: on a virtual machine, waking an idle CPU at each of the
 # client-server round trips costs more than the transaction itself (about
 # 7000 tps unpinned against 20000-28000 pinned on the 2-core VM), whatever
 # the index.
 pgbench_one() {
-	local ds=$1 am=$2 mode=$3 clients=$4 log tps opt="" pin="" postmaster cpu lsn txns wal
+	local ds=$1 am=$2 mode=$3 clients=$4 log tps opt="" pin="" postmaster cpu lsn txns wal exec
 	log=$OUT/pgbench-$ds-$am-$mode-c$clients-rep$REP.log
 	case $am/$mode in
 		tid/select) opt="-f $SQL/pgb_select_by_tid.sql $TID_VARS" ;;
@@ -272,6 +276,8 @@ pgbench_one() {
 	fi
 	if [ "$mode" = tpcb ]; then
 		lsn=$(bpsql -c "SELECT pg_current_wal_insert_lsn()") || die "no WAL position"
+	else
+		bpsql -c "SELECT pg_stat_statements_reset()" >/dev/null || die "pg_stat_statements_reset failed"
 	fi
 	# shellcheck disable=SC2086
 	in_set "$am" $pin "$PG_BIN/pgbench" -n $opt -c "$clients" -j "$clients" -T "$PGBENCH_SECONDS" \
@@ -289,6 +295,14 @@ pgbench_one() {
 			die "no WAL volume"
 		echo "pgbench,$ds,$am,tpcb_wal_c$clients,$REP,$wal" >>"$RAW"
 		printf ' WAL/transaction=%s B' "$wal"
+	else
+		exec=$(bpsql -c "SELECT round((sum(total_exec_time) / sum(calls) * 1000)::numeric, 3)
+			FROM pg_stat_statements
+			WHERE query LIKE 'SELECT abalance FROM pgbench_accounts WHERE %'") ||
+			die "no execution time from pg_stat_statements"
+		[ -n "$exec" ] || die "pg_stat_statements has no select-only statement"
+		echo "pgbench,$ds,$am,${mode}_exec_c$clients,$REP,$exec" >>"$RAW"
+		printf ' execution=%s us' "$exec"
 	fi
 	echo
 }
@@ -367,8 +381,11 @@ start_bench_cluster() {
 		"checkpoint_timeout = 30min" \
 		"maintenance_work_mem = 1GB" \
 		"jit = off" \
-		"log_checkpoints = on" || die "the cluster did not start (see $WORK/server.log)"
+		"log_checkpoints = on" \
+		"shared_preload_libraries = 'pmhash, pg_stat_statements'" ||
+		die "the cluster did not start (see $WORK/server.log)"
 	psql -XAtq -v ON_ERROR_STOP=1 -c "CREATE DATABASE bench" || die "CREATE DATABASE failed"
+	bpsql -c "CREATE EXTENSION pg_stat_statements" || die "CREATE EXTENSION pg_stat_statements failed"
 	bpsql -f "$SQL/setup.sql" || die "setup.sql failed"
 	meta settings "$(psql -XAt -d bench -c "SELECT string_agg(name || '=' || current_setting(name), ' ')
 		FROM pg_settings WHERE name IN ('shared_buffers', 'max_wal_size', 'checkpoint_timeout',
