@@ -231,13 +231,56 @@ lookup_locked(Relation index, PmhashLocal *ix, uint32 hash, TidCollector *c)
 }
 
 /*
- * Look up m hash codes without locks, in one batch when there are several:
- * the core overlaps their cache misses.  Keys whose lookup met a changing
- * bucket, or whose shard is not published, are looked up again with their
- * shard locked.
+ * Map the segment hash's shard has published, without a lock; false when
+ * the shard is not published (a writer is publishing it).
+ */
+static bool
+segment_unlocked(Relation index, PmhashLocal *ix, uint32 hash, PmhSegment *seg)
+{
+	uint32		shard = pmh_shard_of(hash, ix->table.shard_bits);
+	PmhashShardState *state = &ix->share->shards[shard];
+	uint64		desc;
+	uint32		nposting;
+
+	if (state->broken)
+		raise_broken(index, shard);
+	if (!pmh_mirror_read(&state->mirror, &desc, &nposting))
+		return false;
+	map_segment(ix, shard, desc, nposting, seg);
+	return true;
+}
+
+/*
+ * Whether a lock-free lookup of hash that ended with st must be done again
+ * with its shard locked (it met a changing bucket); a damaged shard raises.
+ */
+static bool
+retry_locked(Relation index, PmhashLocal *ix, uint32 hash, PmhStatus st)
+{
+	if (st == PMH_CORRUPT)
+		pmhash_raise_shard_damaged(RelationGetRelationName(index),
+								   pmh_shard_of(hash, ix->table.shard_bits));
+	return st == PMH_BUSY;
+}
+
+/* Look one hash code up without a lock, or with its shard locked if need be. */
+static void
+lookup_one(Relation index, PmhashLocal *ix, uint32 hash, TidCollector *c)
+{
+	PmhSegment	seg;
+
+	if (!segment_unlocked(index, ix, hash, &seg) ||
+		retry_locked(index, ix, hash, pmh_lookup(&seg, hash, collect_tids, c)))
+		lookup_locked(index, ix, hash, c);
+}
+
+/*
+ * Look up m hash codes without locks in one batch, whose cache misses the
+ * core overlaps.  Keys whose lookup met a changing bucket, or whose shard
+ * is not published, are looked up again with their shard locked.
  */
 static void
-lookup_unlocked(Relation index, PmhashLocal *ix, const uint32 *hashes, int m, TidCollector *c)
+lookup_batch(Relation index, PmhashLocal *ix, const uint32 *hashes, int m, TidCollector *c)
 {
 	PmhSegment	segs[LOOKUP_BATCH];
 	uint32		found[LOOKUP_BATCH];
@@ -250,32 +293,19 @@ lookup_unlocked(Relation index, PmhashLocal *ix, const uint32 *hashes, int m, Ti
 	Assert(m <= LOOKUP_BATCH);
 	for (int k = 0; k < m; k++)
 	{
-		uint32		shard = pmh_shard_of(hashes[k], ix->table.shard_bits);
-		PmhashShardState *state = &ix->share->shards[shard];
-		uint64		desc;
-		uint32		nposting;
-
-		if (state->broken)
-			raise_broken(index, shard);
-		if (!pmh_mirror_read(&state->mirror, &desc, &nposting))
+		if (!segment_unlocked(index, ix, hashes[k], &segs[nfound]))
 		{
 			retry[nretry++] = hashes[k];
 			continue;
 		}
-		map_segment(ix, shard, desc, nposting, &segs[nfound]);
 		args[nfound] = c;
 		found[nfound++] = hashes[k];
 	}
-	if (nfound == 1)
-		status[0] = pmh_lookup(&segs[0], found[0], collect_tids, c);
-	else if (nfound > 1)
+	if (nfound > 0)
 		pmh_lookup_batch(segs, found, nfound, collect_tids, args, status);
 	for (int k = 0; k < nfound; k++)
 	{
-		if (status[k] == PMH_CORRUPT)
-			pmhash_raise_shard_damaged(RelationGetRelationName(index),
-									   pmh_shard_of(found[k], ix->table.shard_bits));
-		if (status[k] == PMH_BUSY)
+		if (retry_locked(index, ix, found[k], status[k]))
 			retry[nretry++] = found[k];
 	}
 	for (int k = 0; k < nretry; k++)
@@ -296,8 +326,13 @@ pmhash_lookup_entries(Relation index, PmhashLocal *ix, Relation heap, const uint
 {
 	TidCollector c = {*tids, 0, *maxtids, 0, 0, NULL};
 
-	for (int done = 0; done < n; done += LOOKUP_BATCH)
-		lookup_unlocked(index, ix, hashes + done, Min(LOOKUP_BATCH, n - done), &c);
+	if (n == 1)
+		lookup_one(index, ix, hashes[0], &c);
+	else
+	{
+		for (int done = 0; done < n; done += LOOKUP_BATCH)
+			lookup_batch(index, ix, hashes + done, Min(LOOKUP_BATCH, n - done), &c);
+	}
 	if (c.nunverified > 0)
 	{
 		BlockNumber nblocks = heap ? RelationGetNumberOfBlocks(heap) : InvalidBlockNumber;
