@@ -39,6 +39,7 @@ static uint64 forget_seen = 0;
 static bool any_dirty = false;
 static XLogRecPtr left_upto = InvalidXLogRecPtr;	/* pmhash_sync_for_commit */
 static bool exit_callback_registered = false;
+static uint64 page_size = 0;	/* the OS's, read at the first mapping */
 
 /* The backend-local entry of a file, created empty if new. */
 PmhashLocal *
@@ -158,6 +159,8 @@ pmhash_map_file(PmhashLocal *ix, const char *path)
 	ix->base = base;
 	ix->mapped_len = len;
 	ix->is_pmem = is_pmem;
+	if (page_size == 0)
+		page_size = (uint64) sysconf(_SC_PAGESIZE);
 	pmhash_fault_register(base, len);
 }
 
@@ -214,7 +217,7 @@ static void
 record_dirty(void *arg, const void *addr, size_t len)
 {
 	PmhashLocal   *ix = arg;
-	uint64		granule = ix->is_pmem ? 64 : (uint64) sysconf(_SC_PAGESIZE);
+	uint64		granule = ix->is_pmem ? 64 : page_size;
 	uint64		start = (uint64) ((const char *) addr - ix->base) / granule * granule;
 	uint64		end = ((uint64) ((const char *) addr - ix->base) + len + granule - 1) / granule * granule;
 
