@@ -21,26 +21,37 @@ AMS = ["pmhash", "hash", "btree"]
 
 # key: (label, unit, aggregate, better, floors); a floor is (reference, op,
 # bound): reference "hash" or "btree" bounds the ratio pmhash/reference,
-# "abs" bounds pmhash's own value.  "abs1m" applies only at 1M entries.
+# "abs" bounds pmhash's own value.  "abs1m" applies only at 1M entries; a
+# fourth element is the least row count a floor applies at (the scale curve's).
 SPECS = {
-    "build_s": ("build time", "s", "min", "lower", [("hash", "<=", 0.5), ("btree", "<", 1.0)]),
+    "build_s": ("build time", "s", "min", "lower",
+                [("hash", "<=", 0.5), ("btree", "<", 1.0), ("hash", "<=", 0.2, 100000000)]),
     "build_wal_mb": ("WAL written by the build", "MB", "median", "lower", []),
     "size_mb": ("index size", "MB", "median", "lower", [("hash", "<=", 0.5)]),
     "size_bpe": ("index size per entry", "B", "median", "lower", [("abs1m", "<=", 16.0)]),
     "probe_present_us": ("probe, present key (nested loop)", "us", "min", "lower",
-                         [("hash", "<=", 0.8), ("btree", "<", 1.0)]),
+                         [("hash", "<=", 0.8), ("btree", "<", 1.0), ("hash", "<=", 0.7, 100000000)]),
     "probe_absent_us": ("probe, absent key (nested loop)", "us", "min", "lower", [("hash", "<=", 0.5)]),
     "insert_us": ("insert, table + index", "us/row", "min", "lower", [("hash", "<=", 0.6)]),
     "insert_index_us": ("insert, index share (minus no-index insert)", "us/row", "derived", "lower", []),
     "insert_wal_b": ("insert WAL, table + index", "B/row", "median", "lower", []),
     "insert_index_wal_b": ("insert WAL, index share", "B/row", "derived", "lower", []),
+    "grow_us": ("insert doubling the table, table + index", "us/row", "min", "lower",
+                [("hash", "<=", 0.6), ("btree", "<=", 0.6)]),
+    "grow_index_us": ("insert doubling the table, index share", "us/row", "derived", "lower", []),
+    "grow_wal_b": ("insert doubling the table, WAL, table + index", "B/row", "median", "lower", []),
+    "grow_index_wal_b": ("insert doubling the table, WAL, index share", "B/row", "derived", "lower", []),
     "am_present_ns": ("AM-level probe, present key", "ns", "min", "lower", [("hash", "<=", 0.25)]),
     "am_absent_ns": ("AM-level probe, absent key", "ns", "min", "lower", [("hash", "<=", 0.25)]),
 }
 PGBENCH_ORDER = ["select", "select_exec", "prepared", "prepared_exec", "tpcb", "tpcb_wal"]
 SQL_ORDER = ["build_s", "build_wal_mb", "size_mb", "size_bpe", "probe_present_us", "probe_absent_us",
              "any_const_k1000_ms", "any_const_k10000_ms", "any_param_k1000_ms", "any_param_k10000_ms",
-             "insert_us", "insert_index_us", "insert_wal_b", "insert_index_wal_b"]
+             "insert_us", "insert_index_us", "insert_wal_b", "insert_index_wal_b",
+             "grow_us", "grow_index_us", "grow_wal_b", "grow_index_wal_b"]
+# index shares: the metric minus the same one measured with no index
+SHARE_OF = {"insert_index_us": "insert_us", "insert_index_wal_b": "insert_wal_b",
+            "grow_index_us": "grow_us", "grow_index_wal_b": "grow_wal_b"}
 
 
 def sql_spec(metric):
@@ -120,7 +131,10 @@ def check(floors, values, ratios, rows):
     """(floor text, PASS/FAIL/'') of one row."""
     texts, ok = [], True
     ops = {"<=": lambda a, b: a <= b, "<": lambda a, b: a < b, ">=": lambda a, b: a >= b}
-    for ref, op, bound in floors:
+    for floor in floors:
+        ref, op, bound = floor[:3]
+        if len(floor) > 3 and (rows is None or rows < floor[3]):
+            continue
         if ref == "abs1m":
             if rows != 1000000:
                 continue
@@ -167,8 +181,7 @@ def build_rows(data):
                 if s == section and d == ds and am in AMS and m not in metrics:
                     metrics.append(m)
             if section == "sql":
-                if "insert_us" in metrics:
-                    metrics += ["insert_index_us", "insert_index_wal_b"]
+                metrics += [share for share, base in SHARE_OF.items() if base in metrics]
                 metrics = [m for m in SQL_ORDER if m in metrics] + [m for m in metrics if m not in SQL_ORDER]
             if section == "pgbench":
                 metrics.sort(key=lambda m: (PGBENCH_ORDER.index(m.split("_c")[0]), int(m.split("_c")[1])))
@@ -177,8 +190,8 @@ def build_rows(data):
                 label, unit, _, better, floors = spec
                 values = {}
                 for am in AMS:
-                    if m in ("insert_index_us", "insert_index_wal_b"):
-                        base = "insert_us" if m == "insert_index_us" else "insert_wal_b"
+                    if m in SHARE_OF:
+                        base = SHARE_OF[m]
                         a, n = kept.get((section, ds, am, base)), kept.get((section, ds, "none", base))
                         values[am] = None if a is None or n is None else a - n
                     else:
@@ -387,6 +400,8 @@ def method_notes(meta):
   timed per row; WAL bytes per row from `pg_current_wal_insert_lsn()` before and after. "Index share"
   subtracts the same insert into the table without any index. Afterwards the inserted keys are
   probed through the index and checked; the rows are then deleted and the table vacuumed.
+- **Insert doubling the table** (data sets of GROW_DATASETS): the same, with as many new rows as the
+  table holds, into an index built afresh (so it grows to twice its entries during the insert).
 - **AM level**: `pmhash_bench_probe(index, keys, loops)` (test/bench/am/): one index scan, an
   `index_rescan` with an equality scan key per key and `index_getnext_tid` until done; no heap access,
   no executor. All three indexes exist at once; times are ns per probe over AM_LOOPS passes.

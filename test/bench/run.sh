@@ -28,13 +28,18 @@
 # Then it stops the cluster, runs test/bench/core/run.sh if present (unless
 # SKIP_CORE is set), whose test/bench/out/core.csv joins the table (a
 # core.csv of an earlier run is removed at the start), and writes
-# test/bench/out/: results.md, results.csv, bench.png, raw.csv (every
+# test/bench/out/: results.md, results.csv, bench.png, scale.png (the scale
+# curve, when DATASETS has two or more int8 sets), raw.csv (every
 # measurement), meta.txt, run.log, server.log and the pgbench logs.  Floors
 # that fail are reported, not turned into an exit status; errors exit non-zero.
 #
 #   bash test/bench/run.sh            full run (about 60 minutes on 2 cores,
 #                                     3 more for the core benchmark)
 #   QUICK=1 bash test/bench/run.sh    smoke test: 1M keys, scale 20, short runs
+#   DATASETS="i1m i10m i100m" PGBENCH_SCALES=" " bash test/bench/run.sh
+#                                     the scale curve to 100M rows (about
+#                                     an hour with REPS=1; needs about 25 GB
+#                                     of disk and 2 GB of /dev/shm)
 #
 # Settings (environment; QUICK=1 changes the defaults shown in brackets):
 #   DATASETS         data sets, <i|t><rows>: i = int8, t = md5 text
@@ -42,6 +47,8 @@
 #   REPS             repetitions of each timed SQL/AM measurement (3 [1])
 #   PROBES           keys per probe table (200000 [20000])
 #   INSERT_ROWS      rows inserted in the insert test (200000 [20000])
+#   GROW_DATASETS    data sets whose table is also doubled by one insert
+#                    ("i1m t1m"; only those of DATASETS count)
 #   ANY_KEYS         array sizes of the "k = ANY(array)" test ("1000 10000")
 #   AM_LOOPS         passes over the probe keys per AM-level timing (5 [2])
 #   PGBENCH_SCALES   pgbench scales ("20 100" [20])
@@ -85,6 +92,7 @@ REPS=${REPS:-3}
 PROBES=${PROBES:-200000}
 ANY_KEYS=${ANY_KEYS:-"1000 10000"}
 INSERT_ROWS=${INSERT_ROWS:-200000}
+GROW_DATASETS=${GROW_DATASETS-"i1m t1m"}
 AM_LOOPS=${AM_LOOPS:-5}
 PGBENCH_SCALES=${PGBENCH_SCALES:-"20 100"}
 PGBENCH_CLIENTS=${PGBENCH_CLIENTS:-"1 2"}
@@ -168,8 +176,18 @@ dataset_params() {
 	esac
 }
 
+# Whether data set $1 is one of GROW_DATASETS.
+grows() {
+	case " $GROW_DATASETS " in
+		*" $1 "*) return 0 ;;
+		*) return 1 ;;
+	esac
+}
+
 # One repetition of the SQL-level measurements of AM $2 on data set $1: build,
-# probes, inserts; AM "none" times the inserts into the table without index.
+# probes, inserts (INSERT_ROWS, then, for GROW_DATASETS, as many rows as the
+# table holds, each into a fresh index); AM "none" times the inserts into
+# the table without index.
 sql_level_one() {
 	local ds=$1 am=$2 idx=bidx_$1 verify=off checkpoint=off keys
 	if [ "$am" = none ]; then
@@ -186,18 +204,26 @@ sql_level_one() {
 		verify=on
 	fi
 	measure sql "$ds" "$am" insert.sql -v idx="$idx" -v n="$N" -v m="$INSERT_ROWS" \
-		-v verify="$verify" -v checkpoint="$checkpoint"
+		-v src="ins_$ds" -v metric=insert -v verify="$verify" -v checkpoint="$checkpoint"
+	if grows "$ds"; then
+		[ "$am" = none ] || bpsql -c "CREATE INDEX $idx ON t_$ds USING $am (k)" ||
+			die "CREATE INDEX failed"
+		measure sql "$ds" "$am" insert.sql -v idx="$idx" -v n="$N" -v m="$N" \
+			-v src="grow_$ds" -v metric=grow -v verify="$verify" -v checkpoint=on
+	fi
 }
 
 # All measurements of data set $1: load it, SQL level REPS times over the
 # AMs (and the index-less insert), AM level REPS times, then drop it.
 run_dataset() {
-	local ds=$1 start=$SECONDS am
+	local ds=$1 start=$SECONDS am grow
 	dataset_params "$ds"
 	record_load "$ds"
 	echo "== data set $ds: loading"
 	REP=0
-	measure sql "$ds" - dataset.sql -v n="$N" -v m="$INSERT_ROWS" -v p="$PROBES" \
+	grow=off
+	grows "$ds" && grow=on
+	measure sql "$ds" - dataset.sql -v n="$N" -v m="$INSERT_ROWS" -v p="$PROBES" -v grow="$grow" \
 		-v keytype="$KEYTYPE" -v keyexpr="$KEYEXPR" -v absentexpr="$ABSENTEXPR"
 	echo "== data set $ds: SQL level"
 	for REP in $(seq 1 "$REPS"); do
@@ -214,7 +240,7 @@ run_dataset() {
 			measure am "$ds" "$am" am.sql -v idx="amidx_${am}_$ds" -v loops="$AM_LOOPS"
 		done
 	done
-	bpsql -c "DROP TABLE t_$ds, ins_$ds, pp_$ds, pa_$ds, expect_$ds" || die "DROP TABLE failed"
+	bpsql -c "DROP TABLE IF EXISTS grow_$ds; DROP TABLE t_$ds, ins_$ds, pp_$ds, pa_$ds, expect_$ds" || die "DROP TABLE failed"
 	echo "== data set $ds done in $((SECONDS - start)) s"
 }
 
@@ -408,14 +434,14 @@ run_core() {
 main() {
 	local start=$SECONDS ds scale
 	mkdir -p "$OUT"
-	rm -f "$OUT"/pgbench-*.log "$OUT/results.md" "$OUT/results.csv" "$OUT/bench.png" "$OUT/core.csv"
+	rm -f "$OUT"/pgbench-*.log "$OUT/results.md" "$OUT/results.csv" "$OUT/bench.png" "$OUT/scale.png" "$OUT/core.csv"
 	exec > >(tee "$OUT/run.log") 2>&1
 	echo "section,dataset,am,metric,rep,value" >"$RAW"
 	: >"$META"
 	meta started "$(date -u '+%Y-%m-%d %H:%M:%S UTC')"
 	meta commit "$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)$(git -C "$REPO" diff --quiet HEAD -- src 2>/dev/null || echo ' (src modified)')"
 	meta machine "$(nproc) cores, $(free -g | awk '/^Mem:/ { print $2 }') GB RAM, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)"
-	meta parameters "DATASETS='$DATASETS' REPS=$REPS PROBES=$PROBES ANY_KEYS='$ANY_KEYS' INSERT_ROWS=$INSERT_ROWS AM_LOOPS=$AM_LOOPS PGBENCH_SCALES='$PGBENCH_SCALES' PGBENCH_CLIENTS='$PGBENCH_CLIENTS' PGBENCH_SHARED_BUFFERS='$PGBENCH_SHARED_BUFFERS' PGBENCH_SECONDS=$PGBENCH_SECONDS PGBENCH_REPS=$PGBENCH_REPS PGBENCH_MODES='$PGBENCH_MODES' PGBENCH_OPTS='$PGBENCH_OPTS' BENCH_PATH=$BENCH_PATH EXTRA_SETTINGS='$EXTRA_SETTINGS'"
+	meta parameters "DATASETS='$DATASETS' REPS=$REPS PROBES=$PROBES ANY_KEYS='$ANY_KEYS' INSERT_ROWS=$INSERT_ROWS GROW_DATASETS='$GROW_DATASETS' AM_LOOPS=$AM_LOOPS PGBENCH_SCALES='$PGBENCH_SCALES' PGBENCH_CLIENTS='$PGBENCH_CLIENTS' PGBENCH_SHARED_BUFFERS='$PGBENCH_SHARED_BUFFERS' PGBENCH_SECONDS=$PGBENCH_SECONDS PGBENCH_REPS=$PGBENCH_REPS PGBENCH_MODES='$PGBENCH_MODES' PGBENCH_OPTS='$PGBENCH_OPTS' BENCH_PATH=$BENCH_PATH EXTRA_SETTINGS='$EXTRA_SETTINGS'"
 	PACKAGES="$PACKAGES python3-matplotlib"
 	install_packages
 	build_install "" || die "building pmhash failed"
@@ -434,8 +460,8 @@ main() {
 	run_core
 	meta runtime_s $((SECONDS - start))
 	"$PYTHON" "$BENCH/report.py" "$OUT" || die "report.py failed"
-	"$PYTHON" "$BENCH/plot.py" "$OUT/results.csv" "$OUT/bench.png" || die "plot.py failed"
-	echo "== total runtime $((SECONDS - start)) s; results in test/bench/out/ (results.md, results.csv, bench.png)"
+	"$PYTHON" "$BENCH/plot.py" "$OUT/results.csv" "$OUT/bench.png" "$OUT/scale.png" || die "plot.py failed"
+	echo "== total runtime $((SECONDS - start)) s; results in test/bench/out/ (results.md, results.csv, bench.png, scale.png with two or more int8 data sets)"
 }
 
 main "$@"

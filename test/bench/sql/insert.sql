@@ -1,7 +1,9 @@
--- test/bench/sql/insert.sql: insert the :m rows of ins_:ds into t_:ds, which
+-- test/bench/sql/insert.sql: insert the :m rows of table :src (ins_:ds, or
+-- grow_:ds, which doubles the table) into t_:ds, which
 -- has index :idx (or no index when :idx is "none"), in one INSERT ... SELECT
 -- statement, timed from the client's side so that its commit is included.
--- Prints RESULT lines: microseconds and WAL bytes per row.  Then, with an
+-- Prints RESULT lines :metric_us and :metric_wal_b: microseconds and WAL
+-- bytes per row.  Then, with an
 -- index, checks that every inserted key is found through it (and, if :verify
 -- is on, pmhash_verify); finally drops the index, deletes the inserted rows
 -- and vacuums, which gives the table back its pages.  With :checkpoint on,
@@ -11,20 +13,21 @@ SET client_min_messages = warning;
 \if :checkpoint
 CHECKPOINT;
 \endif
+SELECT count(*) AS src_n, sum(id) AS src_idsum FROM :src \gset
+SELECT bench_check('rows of ' || :'src', :src_n, 0, :m, 0) AS ok \gset
 SELECT pg_current_wal_insert_lsn() AS l0, extract(epoch FROM clock_timestamp()) AS t0 \gset
-INSERT INTO t_:ds SELECT id, k FROM ins_:ds;
+INSERT INTO t_:ds SELECT id, k FROM :src;
 SELECT (extract(epoch FROM clock_timestamp()) - :t0) * 1e6 / :m AS us,
        pg_wal_lsn_diff(pg_current_wal_insert_lsn(), :'l0') / :m AS wal \gset
-\echo RESULT insert_us :us
-\echo RESULT insert_wal_b :wal
+\echo RESULT :metric'_us' :us
+\echo RESULT :metric'_wal_b' :wal
 SELECT :'idx' <> 'none' AS has_index \gset
 \if :has_index
 \ir nested_loop.sql
-\set qi 'SELECT count(*) AS got_n, coalesce(sum(t.id), 0) AS got_s FROM ins_' :ds ' p JOIN t_' :ds ' t ON t.k = p.k'
+\set qi 'SELECT count(*) AS got_n, coalesce(sum(t.id), 0) AS got_s FROM ' :src ' p JOIN t_' :ds ' t ON t.k = p.k'
 SELECT bench_plan_check(:'qi', :'idx', true) AS plan \gset
 :qi \gset
-SELECT ins_idsum FROM expect_:ds \gset
-SELECT bench_check('probes of the inserted keys in ' || :'idx', :got_n, :got_s, :m, :ins_idsum) AS ok \gset
+SELECT bench_check('probes of the inserted keys in ' || :'idx', :got_n, :got_s, :m, :src_idsum) AS ok \gset
 RESET ALL;
 SET client_min_messages = warning;
 \if :verify
