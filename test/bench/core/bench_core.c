@@ -56,6 +56,8 @@
 #define HAVE_RDTSC 1
 #endif
 
+#include <libpmem.h>
+
 #include "bench_table.h"
 
 #define KEY_SEED			UINT64_C(0x5eed0fb0c0ffee11)
@@ -509,6 +511,53 @@ median(double *v, int n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/*
+ * The bound of a durable-each insert on this machine: for each key, an
+ * 8-byte store into the second line of a bucket chosen by its hash, in a
+ * region as large as the table's buckets at 60% fill, flushed and fenced
+ * (the entry), then a store into the bucket's first line, flushed and
+ * fenced (its commit) -- the two ordered persists of every durable insert
+ * -- and nothing else; with persists = 1, only the second.  Prefetched
+ * INSERT_DISTANCE keys ahead, as the inserts are.  One thread; the
+ * region's old contents are overwritten (every build initializes the
+ * buckets of its segments).
+ */
+static Sample
+measure_persist_bound(BenchFile *bf, const uint64_t *keys, uint64_t n, int persists)
+{
+	const PmhFileHeader *hdr = (const PmhFileHeader *) bf->base;
+	char	   *region = bf->base + hdr->data_unit * PMH_UNIT_SIZE;
+	uint64_t	nbuckets = (uint64_t) ((double) n / (PMH_BUCKET_SLOTS * 0.6)) + 1;
+	double		t0 = now_sec();
+	double		c0 = thread_cpu_sec();
+	Sample		sample;
+
+	if (nbuckets > bf->units - hdr->data_unit)
+		nbuckets = bf->units - hdr->data_unit;
+	for (uint64_t j = 0; j < n; j++)
+	{
+		char	   *bucket;
+
+		if (j + INSERT_DISTANCE < n)
+			__builtin_prefetch(region + ((uint64_t) hash32(keys[j + INSERT_DISTANCE]) * nbuckets >> 32) *
+							   PMH_UNIT_SIZE, 1, 3);
+		bucket = region + ((uint64_t) hash32(keys[j]) * nbuckets >> 32) * PMH_UNIT_SIZE;
+		if (persists == 2)
+		{
+			*(volatile uint64_t *) (bucket + 64) = j;
+			pmem_flush(bucket + 64, sizeof(uint64_t));
+			pmem_drain();
+		}
+		*(volatile uint64_t *) bucket = j;
+		pmem_flush(bucket, sizeof(uint64_t));
+		pmem_drain();
+	}
+	sample.wall_mops = (double) n / (now_sec() - t0) / 1e6;
+	sample.cpu_mops = (double) n / (thread_cpu_sec() - c0) / 1e6;
+	sample.share = sample.wall_mops / sample.cpu_mops;
+	return sample;
+}
+
 /* Build a table of n keys with nthreads writers. */
 static Sample
 measure_inserts(BenchFile *bf, uint32_t shard_bits, int nthreads, BenchDurability durability,
@@ -842,6 +891,7 @@ main(int argc, char **argv)
 	double		start = now_sec();
 	double		load_start = load_average();
 	Series		ins[2][2];		/* [durability][threads - 1] */
+	Series		bound[2];		/* [persists - 1] per insert, 1 thread */
 	Series		look[4][2];		/* [positive single, batch, negative single, batch][threads - 1] */
 	uint64_t	fences[2] = {0, 0};
 	uint64_t	ntids[4] = {0, 0, 0, 0};
@@ -884,6 +934,7 @@ main(int argc, char **argv)
 		   (double) n > (double) ENTRIES_PER_SHARD * (double) (UINT64_C(1) << lookup_bits))
 		lookup_bits++;
 	memset(ins, 0, sizeof(ins));
+	memset(bound, 0, sizeof(bound));
 	memset(look, 0, sizeof(look));
 
 	/* keys: inserted ones in key order, the same shuffled, absent ones */
@@ -952,6 +1003,14 @@ main(int argc, char **argv)
 	 */
 	for (int r = 0; r < reps && (!only || strcmp(only, "insert") == 0); r++)
 	{
+		for (int persists = 2; persists >= 1; persists--)
+		{
+			Sample		sample = measure_persist_bound(bf, keys, n, persists);
+
+			add_sample(&bound[persists - 1], sample);
+			printf("  run %d: bound of a durable-each insert, %d ordered persist(s): %.2f Mops/s\n",
+				   r + 1, persists, sample.wall_mops);
+		}
 		for (int dur = 0; dur <= 1; dur++)
 		{
 			for (int threads = 1; threads <= 2; threads++)
@@ -1133,6 +1192,16 @@ main(int argc, char **argv)
 			   FLOOR_NEGATIVE_MOPS);
 	report_row("negative lookup, batched", "lookup_neg_batch", &look[3][0], &look[3][1],
 			   FLOOR_NEGATIVE_MOPS);
+	if (bound[0].n > 0)
+	{
+		double		two = median(bound[1].wall, bound[1].n);
+		double		one = median(bound[0].wall, bound[0].n);
+
+		add_metric("insert_each_bound_two_persists_mops", "%.3f", two);
+		add_metric("insert_each_bound_one_persist_mops", "%.3f", one);
+		printf("%-32s %7.2f  (two ordered persists per insert and nothing else; one: %.2f)\n",
+			   "bound of a durable-each insert", two, one);
+	}
 	if (ins[0][0].n > 0)
 	{
 		add_metric("insert_each_fences_per_insert", "%.3f", (double) fences[0] / n);
