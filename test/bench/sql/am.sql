@@ -13,7 +13,7 @@ SELECT ns_per_probe AS ns, tids FROM pmhash_bench_probe(:'idx', :kp, :loops) \gs
 -- 32-bit hash of an int8 folds its halves first, so about 2 rows in 2^32
 -- collide with a key (4.7% of the probes at 100M rows); the check allows
 -- twice that, plus 1%.
-SELECT :rows * 4.0 / 4294967296 + 0.01 AS collide FROM (SELECT count(*) AS rows FROM t_:ds) c \gset
+SELECT n * 4.0 / 4294967296 + 0.01 AS collide FROM (SELECT count(*) AS n FROM t_:ds) c \gset
 SELECT bench_assert(:tids >= :present_rows AND :tids <= :present_rows * (1 + :collide) + 10,
 	format('present keys: pmhash_bench_probe(%s) returned %s TIDs, expected %s',
 		   :'idx', :tids, :present_rows)) AS ok \gset
