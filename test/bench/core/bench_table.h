@@ -116,34 +116,24 @@ bench_segment(const BenchWorker *w, uint32_t hash, PmhSegment *seg)
 }
 
 /*
- * Start loading the home bucket of hash for writing, so that a caller
- * inserting a batch of entries overlaps their cache misses.
- */
-static inline void
-prefetch_home_bucket(const PmhSegment *seg, uint32_t hash)
-{
-	const char *bucket;
-
-	if (seg->nbuckets == 0)
-		return;
-	bucket = (const char *) pmh_bucket(seg, pmh_home_bucket(pmh_hash_code(hash, seg->shard_bits),
-															seg->nbuckets));
-	for (int line = 0; line < PMH_UNIT_SIZE; line += 64)
-		__builtin_prefetch(bucket + line, 1, 3);
-}
-
-/*
  * Start loading what inserting hash will touch: its shard's lock and
- * counters, and its home bucket.
+ * counters, and all of its home bucket (for writing).  The bucket's
+ * prefetches stay in this function, which also calls out of line: GCC
+ * finds a function that only prefetches const and drops calls to it.
  */
 static inline void
 bench_prefetch_insert(const BenchWorker *w, uint32_t hash)
 {
 	PmhSegment	seg;
+	const char *bucket;
 
 	__builtin_prefetch(&w->file->shards[pmh_shard_of(hash, w->table.shard_bits)], 1, 3);
-	if (bench_segment(w, hash, &seg))
-		prefetch_home_bucket(&seg, hash);
+	if (!bench_segment(w, hash, &seg) || seg.nbuckets == 0)
+		return;
+	bucket = (const char *) pmh_bucket(&seg, pmh_home_bucket(pmh_hash_code(hash, seg.shard_bits),
+															 seg.nbuckets));
+	for (int line = 0; line < PMH_UNIT_SIZE; line += 64)
+		__builtin_prefetch(bucket + line, 1, 3);
 }
 
 #endif							/* BENCH_TABLE_H */
