@@ -36,10 +36,10 @@
 #   bash test/bench/run.sh            full run (about 60 minutes on 2 cores,
 #                                     3 more for the core benchmark)
 #   QUICK=1 bash test/bench/run.sh    smoke test: 1M keys, scale 20, short runs
-#   DATASETS="i1m i10m i100m" PGBENCH_SCALES=" " bash test/bench/run.sh
-#                                     the scale curve to 100M rows (about
-#                                     an hour with REPS=1; needs about 25 GB
-#                                     of disk and 2 GB of /dev/shm)
+#   DATASETS="i1m i10m i100m" REPS=1 PGBENCH_SCALES=" " SKIP_CORE=1 \
+#     bash test/bench/run.sh         the scale curve to 100M rows (25 minutes
+#                                     here; about 25 GB of disk and 2 GB of
+#                                     /dev/shm)
 #
 # Settings (environment; QUICK=1 changes the defaults shown in brackets):
 #   DATASETS         data sets, <i|t><rows>: i = int8, t = md5 text
