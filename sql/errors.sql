@@ -31,7 +31,6 @@ CREATE INDEX er_t_k ON er_t USING pmhash (k);
 -- CREATE INDEX: unsupported index kinds and types, a unique index over duplicates
 --
 CREATE UNIQUE INDEX er_bad ON er_t USING pmhash (k);
-CREATE INDEX er_bad ON er_t USING pmhash (k, id);
 CREATE INDEX er_bad ON er_t USING pmhash (k) INCLUDE (id);
 CREATE INDEX er_bad ON er_t USING pmhash (k DESC);
 CREATE INDEX er_bad ON er_t USING pmhash (k NULLS FIRST);

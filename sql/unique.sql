@@ -97,6 +97,15 @@ CREATE UNIQUE INDEX un_build_t ON un_build USING pmhash (t);
 INSERT INTO un_build VALUES (4294967297, 'h1'), (0, 'h2');
 DELETE FROM un_build WHERE t = 'dup';
 CREATE UNIQUE INDEX un_build_k ON un_build USING pmhash (k);
+-- by-reference keys of one hash code, computed by an expression: distinct
+-- ones build, equal ones do not ({0} and {4294967297} hash alike)
+SELECT hash_array(ARRAY[0::int8]) = hash_array(ARRAY[4294967297]) AS same_hash;
+CREATE TABLE un_arr (k int8);
+INSERT INTO un_arr VALUES (0), (4294967297), (5);
+CREATE UNIQUE INDEX un_arr_k ON un_arr USING pmhash ((ARRAY[k]));
+DROP INDEX un_arr_k;
+INSERT INTO un_arr VALUES (4294967297);
+CREATE UNIQUE INDEX un_arr_k ON un_arr USING pmhash ((ARRAY[k]));
 -- a deleted duplicate and a HOT-updated row do not count
 DROP INDEX un_build_k;
 INSERT INTO un_build VALUES (77, 'dup');
@@ -232,5 +241,5 @@ SELECT pmhash_verify('un_p_k') = (SELECT count(k) FROM un_p) AS p_k,
        pmhash_verify('un_text_email') = (SELECT count(email) FROM un_text) AS email,
        pmhash_verify('un_text_code') = (SELECT count(code) FROM un_text WHERE active) AS code;
 
-DROP TABLE un_p, un_b, un_build, un_parted, un_text, un_two, un_list;
+DROP TABLE un_p, un_b, un_build, un_arr, un_parted, un_text, un_two, un_list;
 DROP FUNCTION un_state(text), un_both(text), un_same(), un_upsert_loop(int);

@@ -48,8 +48,6 @@
 typedef struct BuildState
 {
 	Relation	index;
-	FmgrInfo   *hash_proc;
-	Oid			collation;
 	PmhEntry   *entries;
 	uint64		nentries;
 	uint64		maxentries;
@@ -219,7 +217,7 @@ build_callback(Relation index pg_attribute_unused(), ItemPointer tid, Datum *val
 		bs->blocks_seen++;
 	}
 	e = &bs->entries[bs->nentries++];
-	e->hash = DatumGetUInt32(FunctionCall1Coll(bs->hash_proc, bs->collation, values[0]));
+	e->hash = pmhash_hash_key(bs->index, values, isnull);
 	memcpy(&e->tid, tid, sizeof(PmhTid));
 	e->flags = 0;
 	bs->index_tuples++;
@@ -227,7 +225,7 @@ build_callback(Relation index pg_attribute_unused(), ItemPointer tid, Datum *val
 
 /* Report two live tuples of a unique index's build with equal keys, as btree does. */
 static void
-raise_duplicated(Relation heap, Relation index, Datum key)
+raise_duplicated(Relation heap, Relation index, const Datum *key)
 {
 	char	   *desc = pmhash_key_description(index, key);
 
@@ -245,16 +243,15 @@ raise_duplicated(Relation heap, Relation index, Datum key)
 static void
 check_run(PmhashKeyReader *kr, const PmhEntry *run, uint64 count, MemoryContext keys_cxt)
 {
-	Form_pg_attribute att = TupleDescAttr(RelationGetDescr(kr->index), 0);
-	Datum	   *keys = MemoryContextAlloc(keys_cxt, count * sizeof(Datum));
+	Datum	  **keys = MemoryContextAlloc(keys_cxt, count * sizeof(Datum *));
 	uint64		nkeys = 0;
 
 	for (uint64 i = 0; i < count; i++)
 	{
-		Datum		key;
+		Datum		key[INDEX_MAX_KEYS];
 		MemoryContext old;
 
-		if (!pmhash_key_read_live(kr, (ItemPointer) &run[i].tid, &key))
+		if (!pmhash_key_read_live(kr, (ItemPointer) &run[i].tid, key))
 			continue;
 		for (uint64 j = 0; j < nkeys; j++)
 		{
@@ -262,7 +259,7 @@ check_run(PmhashKeyReader *kr, const PmhEntry *run, uint64 count, MemoryContext 
 				raise_duplicated(kr->heap, kr->index, key);
 		}
 		old = MemoryContextSwitchTo(keys_cxt);
-		keys[nkeys++] = datumCopy(key, att->attbyval, att->attlen);
+		keys[nkeys++] = pmhash_key_copy(kr->index, key);
 		MemoryContextSwitchTo(old);
 	}
 	MemoryContextReset(keys_cxt);
@@ -290,32 +287,13 @@ check_unique(Relation heap, Relation index, IndexInfo *info, BuildState *bs)
 	pmhash_key_reader_begin(&kr, heap, index, info);
 	for (uint32 s = 0; s < nshards; s++)
 	{
-		LWLock	   *lock;
-		PmhSegment	seg;
 		uint64		count;
-		uint64		max_lsn;
 		uint64		live = 0;
 
 		CHECK_FOR_INTERRUPTS();
 		ix = pmhash_open(index, NULL);
-		lock = pmhash_shard_lock(ix->share, s);
-		LWLockAcquire(lock, LW_SHARED);
-		count = ix->share->shards[s].counts.entries;
-		if (count > maxentries)
-		{
-			maxentries = Max(count, 2 * maxentries);
-			entries = entries ? repalloc_huge(entries, maxentries * sizeof(PmhEntry)) :
-				palloc_extended(maxentries * sizeof(PmhEntry), MCXT_ALLOC_HUGE);
-		}
-		pmhash_shard_segment(ix, s, &seg);
-		if (seg.unit != 0)
-			count = pmh_segment_collect(&seg, entries, maxentries, &max_lsn);
-		else
-			count = 0;
-		LWLockRelease(lock);
+		count = pmhash_shard_entries(index, ix, s, &entries, &maxentries);
 		pmhash_leave();
-		if (count == PMH_COLLECT_DAMAGED || count > maxentries)
-			pmhash_raise_shard_damaged(RelationGetRelationName(index), s);
 
 		/* keep the live entries, sorted by hash code */
 		for (uint64 i = 0; i < count; i++)
@@ -354,8 +332,6 @@ build_index(Relation heap, Relation index, IndexInfo *indexInfo, bool transactio
 	memset(&bs, 0, sizeof(bs));
 	bs.index = index;
 	bs.transactional = transactional;
-	bs.hash_proc = index_getprocinfo(index, 1, 1);
-	bs.collation = index->rd_indcollation[0];
 	bs.maxentries = Max((uint64) maintenance_work_mem * 1024 / (2 * sizeof(PmhEntry)), 1024);
 	bs.heap_blocks = RelationGetNumberOfBlocks(heap);
 	bs.last_block = InvalidBlockNumber;

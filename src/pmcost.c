@@ -12,7 +12,11 @@
  * indexes: the pages the whole loop fetches from a file of the index's
  * estimated size, with caching, spread over the loops.  A "= ANY(array)"
  * condition probes once per element: the generic estimator counts the
- * elements (num_sa_scans) and the entries of one probe.
+ * elements (num_sa_scans) and the entries of one probe.  A scan of a
+ * multi-column index needs an equality condition on every key column to
+ * compute the hash codes it probes; without one it reads every entry of
+ * the index (pmscan.c), and is charged that plus disable_cost, so that
+ * the planner chooses it only when told to avoid everything else.
  *
  * Copyright (c) 2026, pmhash developers
  *
@@ -32,6 +36,25 @@
 
 #include "pmhash.h"
 
+/* Whether a scan has a condition on every key column of its index. */
+static bool
+conditions_every_column(IndexPath *path)
+{
+	bool		seen[INDEX_MAX_KEYS] = {0};
+	int			nseen = 0;
+	ListCell   *lc;
+
+	foreach(lc, path->indexclauses)
+	{
+		IndexClause *clause = lfirst_node(IndexClause, lc);
+
+		if (!seen[clause->indexcol])
+			nseen++;
+		seen[clause->indexcol] = true;
+	}
+	return nseen == path->indexinfo->nkeycolumns;
+}
+
 /* amcostestimate */
 void
 pmhashcostestimate(PlannerInfo *root, IndexPath *path, double loop_count,
@@ -49,13 +72,23 @@ pmhashcostestimate(PlannerInfo *root, IndexPath *path, double loop_count,
 	genericcostestimate(root, path, loop_count, &costs);
 	get_tablespace_page_costs(path->indexinfo->reltablespace, &random_page_cost, NULL);
 
+	file_pages = Max(1.0, ceil(path->indexinfo->tuples * PMH_UNIT_SIZE /
+							   (PMH_BUCKET_SLOTS * PMHASH_DEFAULT_FILLFACTOR / 100.0) / BLCKSZ));
+	if (!conditions_every_column(path))
+	{
+		*indexStartupCost = disable_cost;
+		*indexTotalCost = disable_cost + file_pages * random_page_cost +
+			path->indexinfo->tuples * (cpu_index_tuple_cost + cpu_operator_cost);
+		*indexSelectivity = 1.0;
+		*indexCorrelation = 0.0;
+		*indexPages = file_pages;
+		return;
+	}
 	probe_pages = costs.num_sa_scans *
 		(1.0 + costs.numIndexTuples / PMH_BUCKET_SLOTS) * PMH_UNIT_SIZE / BLCKSZ;
 	io_cost = probe_pages * random_page_cost;
 	if (loop_count > 1)
 	{
-		file_pages = Max(1.0, ceil(path->indexinfo->tuples * PMH_UNIT_SIZE /
-								   (PMH_BUCKET_SLOTS * PMHASH_DEFAULT_FILLFACTOR / 100.0) / BLCKSZ));
 		io_cost = Min(io_cost,
 					  index_pages_fetched(probe_pages * loop_count, (BlockNumber) file_pages,
 										  file_pages, root) * random_page_cost / loop_count);

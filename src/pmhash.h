@@ -165,10 +165,9 @@ typedef struct PmhashKeyReader
 	Relation	heap;
 	Relation	index;
 	IndexInfo  *info;
-	FmgrInfo	eq;				/* the operator class's equality function */
-	Oid			collation;
-	EState	   *estate;			/* for expressions and predicates, else NULL */
-	ExprState  *predicate;		/* a partial index's, once prepared */
+	int			nkeys;			/* key columns */
+	FmgrInfo   *eq;				/* each column's equality function */
+	EState	   *estate;			/* for expressions, else NULL */
 	bool		owns_expressions;	/* prepared the expressions in estate */
 	TupleTableSlot *slot;
 	struct IndexFetchTableData *fetch;
@@ -319,7 +318,6 @@ typedef bool (*PmhashInsertGate) (void *arg, const PmhSegment *seg,
 								  const PmhashShardState *state, uint32 share_gen);
 
 extern int	pmhash_tid_cmp(const void *a, const void *b);
-extern uint32 pmhash_hash_datum(Relation index, Datum value);
 extern void pmhash_check_tid(Relation index, ItemPointer tid);
 extern bool pmhash_insert_entry(Relation index, PmhashLocal *ix, uint32 hash, ItemPointer tid,
 								PmhInsertMode mode, PmhashInsertGate gate, void *gate_arg);
@@ -327,15 +325,39 @@ extern void pmhash_lookup_entries(Relation index, PmhashLocal *ix, Relation heap
 								  const uint32 *hashes, int n, ItemPointer *tids, int *ntids,
 								  int *maxtids);
 extern void pmhash_shard_segment(PmhashLocal *ix, uint32 shard, PmhSegment *seg);
+extern uint64 pmhash_shard_entries(Relation index, PmhashLocal *ix, uint32 shard,
+								   PmhEntry **entries, uint64 *maxentries);
 extern void pmhash_raise_shard_damaged(const char *index_name, uint32 shard) pg_attribute_noreturn();
 
 /* pmkey.c */
+
+/*
+ * The hash code of a key of several columns: each column's hash folded,
+ * in column order, into the code of the columns before it (a key of one
+ * column is coded by its column's hash alone).  Codes are stored, so this
+ * is part of the file format.
+ */
+static inline uint32
+pmhash_fold_hash(uint32 code, uint32 column_hash)
+{
+	code ^= column_hash + 0x9e3779b9 + (code << 6) + (code >> 2);
+	/* murmur3's finalizer: every bit of both inputs reaches every bit */
+	code ^= code >> 16;
+	code *= 0x85ebca6b;
+	code ^= code >> 13;
+	code *= 0xc2b2ae35;
+	code ^= code >> 16;
+	return code;
+}
+
+extern uint32 pmhash_hash_key(Relation index, const Datum *key, const bool *isnull);
 extern void pmhash_key_reader_begin(PmhashKeyReader *kr, Relation heap, Relation index,
 									IndexInfo *info);
 extern bool pmhash_key_read(PmhashKeyReader *kr, ItemPointer tid, Snapshot snapshot, Datum *key);
 extern bool pmhash_key_read_live(PmhashKeyReader *kr, ItemPointer tid, Datum *key);
-extern bool pmhash_keys_equal(PmhashKeyReader *kr, Datum a, Datum b);
-extern char *pmhash_key_description(Relation index, Datum key);
+extern bool pmhash_keys_equal(PmhashKeyReader *kr, const Datum *a, const Datum *b);
+extern Datum *pmhash_key_copy(Relation index, const Datum *key);
+extern char *pmhash_key_description(Relation index, const Datum *key);
 extern void pmhash_key_reader_release(PmhashKeyReader *kr);
 extern void pmhash_key_reader_end(PmhashKeyReader *kr);
 
@@ -375,9 +397,7 @@ extern double pmhash_build_fill(Relation index);
 
 /* pmunique.c */
 extern bool pmhash_insert_unique(Relation index, Relation heap, IndexInfo *info, uint32 hash,
-								 Datum key, ItemPointer tid, IndexUniqueCheck check);
-extern void pmhash_check_build_unique(Relation heap, Relation index, IndexInfo *info,
-									  ItemPointer dead, int ndead);
+								 const Datum *key, ItemPointer tid, IndexUniqueCheck check);
 
 /* pmupsert.c */
 extern void pmhash_upsert_init(void);

@@ -17,9 +17,11 @@
 #include "pmhash.h"
 
 /*
- * aminsert: NULLs are not indexed; everything else gets one entry, after
- * the uniqueness check of a unique index (pmunique.c).  Returns false only
- * if a speculative insertion may have a conflict.
+ * aminsert: a row whose first key column is NULL is not indexed; every
+ * other gets one entry, after the uniqueness check of a unique index
+ * unless a key column is NULL (NULLs are distinct: such a key has no
+ * duplicate; src/README, Keys of several columns).  Returns false only if
+ * a speculative insertion may have a conflict.
  */
 bool
 pmhashinsert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
@@ -29,13 +31,16 @@ pmhashinsert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
 	uint32		hash;
 	PmhashLocal *ix;
 	bool		rebuilt = false;
+	bool		any_null = false;
 
 	if (isnull[0])
 		return true;
+	for (int i = 1; i < IndexRelationGetNumberOfKeyAttributes(index); i++)
+		any_null = any_null || isnull[i];
 	pmhash_check_tid(index, ht_ctid);
-	hash = pmhash_hash_datum(index, values[0]);
-	if (checkUnique == UNIQUE_CHECK_YES || checkUnique == UNIQUE_CHECK_PARTIAL)
-		return pmhash_insert_unique(index, heapRel, indexInfo, hash, values[0], ht_ctid,
+	hash = pmhash_hash_key(index, values, isnull);
+	if (!any_null && (checkUnique == UNIQUE_CHECK_YES || checkUnique == UNIQUE_CHECK_PARTIAL))
+		return pmhash_insert_unique(index, heapRel, indexInfo, hash, values, ht_ctid,
 									checkUnique);
 	/* only deferrable unique constraints recheck, and they must be btree indexes */
 	if (checkUnique == UNIQUE_CHECK_EXISTING)

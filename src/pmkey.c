@@ -18,29 +18,56 @@
 #include "access/tableam.h"
 #include "catalog/index.h"
 #include "executor/executor.h"
+#include "utils/datum.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
 #include "pmhash.h"
 
+/*
+ * The hash code of a key, one Datum per key column; isnull (NULL if none
+ * is) may mark columns after the first NULL, which fold in a hash of 0.
+ */
+uint32
+pmhash_hash_key(Relation index, const Datum *key, const bool *isnull)
+{
+	int			nkeys = IndexRelationGetNumberOfKeyAttributes(index);
+	uint32		code = 0;
+
+	for (int i = 0; i < nkeys; i++)
+	{
+		uint32		column_hash = 0;
+
+		if (isnull == NULL || !isnull[i])
+			column_hash = DatumGetUInt32(FunctionCall1Coll(index_getprocinfo(index, i + 1, 1),
+														   index->rd_indcollation[i], key[i]));
+		code = i == 0 ? column_hash : pmhash_fold_hash(code, column_hash);
+	}
+	return code;
+}
+
 /* Prepare to read keys of heap's tuples for index. */
 void
 pmhash_key_reader_begin(PmhashKeyReader *kr, Relation heap, Relation index, IndexInfo *info)
 {
-	Oid			opfamily = index->rd_opfamily[0];
-	Oid			type = index->rd_opcintype[0];
-	StrategyNumber strategy;
-	Oid			eq = pmhash_equality_operator(opfamily, type, type, &strategy);
+	kr->nkeys = IndexRelationGetNumberOfKeyAttributes(index);
+	kr->eq = palloc(kr->nkeys * sizeof(FmgrInfo));
+	for (int i = 0; i < kr->nkeys; i++)
+	{
+		Oid			opfamily = index->rd_opfamily[i];
+		Oid			type = index->rd_opcintype[i];
+		StrategyNumber strategy;
+		Oid			eq = pmhash_equality_operator(opfamily, type, type, &strategy);
 
-	if (!OidIsValid(eq))
-		elog(ERROR, "missing equality operator (%u,%u) in operator family %u of index \"%s\"",
-			 type, type, opfamily, RelationGetRelationName(index));
+		if (!OidIsValid(eq))
+			elog(ERROR, "missing equality operator (%u,%u) in operator family %u of index \"%s\"",
+				 type, type, opfamily, RelationGetRelationName(index));
+		fmgr_info(get_opcode(eq), &kr->eq[i]);
+	}
 	kr->heap = heap;
 	kr->index = index;
 	kr->info = info;
-	fmgr_info(get_opcode(eq), &kr->eq);
-	kr->collation = index->rd_indcollation[0];
 	kr->estate = info->ii_Expressions != NIL ? CreateExecutorState() : NULL;
 	/* expression states prepared in our executor state die with it */
 	kr->owns_expressions = info->ii_Expressions != NIL && info->ii_ExpressionsState == NIL;
@@ -49,9 +76,11 @@ pmhash_key_reader_begin(PmhashKeyReader *kr, Relation heap, Relation index, Inde
 }
 
 /*
- * Read the key of the tuple an index entry points to: the first tuple of
- * its HOT chain that snapshot accepts.  False if there is none, or if its
- * key is NULL.  The key stays valid until the next read or release.
+ * Read the key of the tuple an index entry points to into key (room for
+ * INDEX_MAX_KEYS): the first tuple of its HOT chain that snapshot accepts.
+ * False if there is none, or if a column of its key is NULL (such a key
+ * equals no other).  By-reference values stay valid until the next read
+ * or release.
  */
 bool
 pmhash_key_read(PmhashKeyReader *kr, ItemPointer tid, Snapshot snapshot, Datum *key)
@@ -59,7 +88,6 @@ pmhash_key_read(PmhashKeyReader *kr, ItemPointer tid, Snapshot snapshot, Datum *
 	ItemPointerData htid = *tid;
 	bool		call_again = false;
 	bool		all_dead;
-	Datum		values[INDEX_MAX_KEYS];
 	bool		isnull[INDEX_MAX_KEYS];
 
 	if (kr->estate != NULL)
@@ -68,16 +96,20 @@ pmhash_key_read(PmhashKeyReader *kr, ItemPointer tid, Snapshot snapshot, Datum *
 		return false;
 	if (kr->estate != NULL)
 		GetPerTupleExprContext(kr->estate)->ecxt_scantuple = kr->slot;
-	FormIndexDatum(kr->info, kr->slot, kr->estate, values, isnull);
-	*key = values[0];
-	return !isnull[0];
+	FormIndexDatum(kr->info, kr->slot, kr->estate, key, isnull);
+	for (int i = 0; i < kr->nkeys; i++)
+	{
+		if (isnull[i])
+			return false;
+	}
+	return true;
 }
 
 /*
  * Read the key of the live (or in-progress) tuple of the HOT chain at tid,
  * the one the index holds the key of: older members of a chain that was
  * HOT-updated before the index existed (CREATE INDEX CONCURRENTLY) may
- * have other keys.  False if there is none, or if its key is NULL.
+ * have other keys.  False if there is none, or if its key has a NULL.
  */
 bool
 pmhash_key_read_live(PmhashKeyReader *kr, ItemPointer tid, Datum *key)
@@ -88,23 +120,48 @@ pmhash_key_read_live(PmhashKeyReader *kr, ItemPointer tid, Datum *key)
 	return pmhash_key_read(kr, tid, &dirty, key);
 }
 
-/* Whether two keys are equal by the operator class. */
+/* Whether two keys are equal by the operator classes, column by column. */
 bool
-pmhash_keys_equal(PmhashKeyReader *kr, Datum a, Datum b)
+pmhash_keys_equal(PmhashKeyReader *kr, const Datum *a, const Datum *b)
 {
-	return DatumGetBool(FunctionCall2Coll(&kr->eq, kr->collation, a, b));
+	for (int i = 0; i < kr->nkeys; i++)
+	{
+		if (!DatumGetBool(FunctionCall2Coll(&kr->eq[i], kr->index->rd_indcollation[i],
+											a[i], b[i])))
+			return false;
+	}
+	return true;
 }
 
-/* "(col)=(value)" of a key for an error's detail, or NULL if the user may not see it. */
-char *
-pmhash_key_description(Relation index, Datum key)
+/*
+ * A copy of a key in the current memory context.  The index's own
+ * attributes are int4 (amkeytype, the hash code): a value's length and
+ * passing come from its operator class's input type.
+ */
+Datum *
+pmhash_key_copy(Relation index, const Datum *key)
 {
-	Datum		values[INDEX_MAX_KEYS];
-	bool		isnull[INDEX_MAX_KEYS];
+	int			nkeys = IndexRelationGetNumberOfKeyAttributes(index);
+	Datum	   *copy = palloc(nkeys * sizeof(Datum));
 
-	values[0] = key;
-	isnull[0] = false;
-	return BuildIndexValueDescription(index, values, isnull);
+	for (int i = 0; i < nkeys; i++)
+	{
+		int16		typlen;
+		bool		typbyval;
+
+		get_typlenbyval(index->rd_opcintype[i], &typlen, &typbyval);
+		copy[i] = datumCopy(key[i], typbyval, typlen);
+	}
+	return copy;
+}
+
+/* "(col, ...)=(value, ...)" of a key for an error's detail, or NULL if the user may not see it. */
+char *
+pmhash_key_description(Relation index, const Datum *key)
+{
+	bool		isnull[INDEX_MAX_KEYS] = {0};
+
+	return BuildIndexValueDescription(index, (Datum *) key, isnull);
 }
 
 /* Drop the buffer pins of the last read (before waiting on a lock). */
@@ -125,4 +182,5 @@ pmhash_key_reader_end(PmhashKeyReader *kr)
 		FreeExecutorState(kr->estate);
 	if (kr->owns_expressions)
 		kr->info->ii_ExpressionsState = NIL;
+	pfree(kr->eq);
 }

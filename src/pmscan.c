@@ -6,7 +6,9 @@
  * A scan probes once, without locks, and copies every TID stored under the
  * key's hash into backend memory before it returns the first one; the TIDs
  * are sorted and de-duplicated.  Only hash codes are stored, so every match
- * is rechecked against the heap tuple.
+ * is rechecked against the heap tuple.  A scan of several key columns
+ * probes the codes of every combination of its conditions' values, or
+ * reads every entry when a column has no condition (src/README, Readers).
  *
  * "col = ANY(array)" reaches the scan whole (amsearcharray): every element
  * is hashed and the distinct codes probed in batches.  The executor's
@@ -41,6 +43,7 @@
 #include "nodes/tidbitmap.h"
 #include "pgstat.h"
 #include "replication/logicalworker.h"
+#include "storage/bufmgr.h"
 #include "utils/array.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
@@ -63,8 +66,8 @@ typedef struct PmhScanOpaqueData
 	int			next;
 	bool		searched;
 	bool		exact;			/* every TID's key was compared: no recheck */
-	Oid			cross_type;		/* type whose hash function cross_proc is */
-	FmgrInfo	cross_proc;
+	Oid		   *cross_type;		/* per key column: type whose hash function */
+	FmgrInfo   *cross_proc;		/* cross_proc is */
 	bool		compare_keys;	/* return only rows whose key is equal */
 	bool		reading_keys;	/* reader begun */
 	PmhashKeyReader reader;
@@ -72,6 +75,9 @@ typedef struct PmhScanOpaqueData
 } PmhScanOpaqueData;
 
 typedef PmhScanOpaqueData *PmhScanOpaque;
+
+/* Hash codes one scan probes at most; more and it reads the whole index. */
+#define MAX_PROBE_CODES		(1 << 22)
 
 /* ambeginscan */
 IndexScanDesc
@@ -82,6 +88,8 @@ pmhashbeginscan(Relation index, int nkeys, int norderbys)
 
 	so->maxtids = 64;
 	so->tids = palloc(so->maxtids * sizeof(ItemPointerData));
+	so->cross_type = palloc0(IndexRelationGetNumberOfKeyAttributes(index) * sizeof(Oid));
+	so->cross_proc = palloc(IndexRelationGetNumberOfKeyAttributes(index) * sizeof(FmgrInfo));
 	so->compare_keys = IsLogicalWorker();
 	scan->opaque = so;
 	return scan;
@@ -102,31 +110,33 @@ pmhashrescan(IndexScanDesc scan, ScanKey keys, int nkeys pg_attribute_unused(),
 }
 
 /*
- * Hash of value, a scan key's argument or an element of its array.  A
- * cross-type value (an int4 compared with an int8 column, say) is hashed
- * with its own type's function from the operator family, which hashes
- * equal values alike.
+ * Hash of value, a scan key's argument or an element of its array, by the
+ * operator class of the key's column.  A cross-type value (an int4
+ * compared with an int8 column, say) is hashed with its own type's
+ * function from the operator family, which hashes equal values alike.
  */
 static uint32
 key_hash(IndexScanDesc scan, ScanKey key, Datum value)
 {
 	PmhScanOpaque so = (PmhScanOpaque) scan->opaque;
 	Relation	index = scan->indexRelation;
+	int			col = key->sk_attno - 1;
 	Oid			subtype = key->sk_subtype;
 
-	if (!OidIsValid(subtype) || subtype == index->rd_opcintype[0])
-		return pmhash_hash_datum(index, value);
-	if (so->cross_type != subtype)
+	if (!OidIsValid(subtype) || subtype == index->rd_opcintype[col])
+		return DatumGetUInt32(FunctionCall1Coll(index_getprocinfo(index, col + 1, 1),
+												index->rd_indcollation[col], value));
+	if (so->cross_type[col] != subtype)
 	{
-		Oid			proc = get_opfamily_proc(index->rd_opfamily[0], subtype, subtype, 1);
+		Oid			proc = get_opfamily_proc(index->rd_opfamily[col], subtype, subtype, 1);
 
 		if (!OidIsValid(proc))
 			elog(ERROR, "missing support function 1(%u,%u) for operator family %u of index \"%s\"",
-				 subtype, subtype, index->rd_opfamily[0], RelationGetRelationName(index));
-		fmgr_info(proc, &so->cross_proc);
-		so->cross_type = subtype;
+				 subtype, subtype, index->rd_opfamily[col], RelationGetRelationName(index));
+		fmgr_info(proc, &so->cross_proc[col]);
+		so->cross_type[col] = subtype;
 	}
-	return DatumGetUInt32(FunctionCall1Coll(&so->cross_proc, key->sk_collation, value));
+	return DatumGetUInt32(FunctionCall1Coll(&so->cross_proc[col], key->sk_collation, value));
 }
 
 /* Order array elements by hash code. */
@@ -171,6 +181,16 @@ array_elements(IndexScanDesc scan, ScanKey key, ArrayType *array, ArrayElement *
 	pfree(nulls);
 	qsort(*elements, n, sizeof(ArrayElement), element_cmp);
 	return n;
+}
+
+/* Order hash codes. */
+static int
+code_cmp(const void *a, const void *b)
+{
+	uint32		ha = *(const uint32 *) a;
+	uint32		hb = *(const uint32 *) b;
+
+	return (ha > hb) - (ha < hb);
 }
 
 /* Free an array argument if detoasting it made a copy. */
@@ -224,21 +244,22 @@ begin_reading_keys(IndexScanDesc scan)
 
 /*
  * Whether the key of the tuple at tid that the scan's snapshot sees equals
- * one of the n elements (sorted by hash code) by the condition's operator.
+ * one of the n elements (sorted by hash code) by the condition's operator;
+ * for an index of one column.
  */
 static bool
 key_in_elements(IndexScanDesc scan, ItemPointer tid, const ArrayElement *elements, int n)
 {
 	PmhScanOpaque so = (PmhScanOpaque) scan->opaque;
 	ScanKey		key = &scan->keyData[0];
-	Datum		row_key;
+	Datum		row_key[INDEX_MAX_KEYS];
 	uint32		hash;
 	int			lo = 0;
 	int			hi = n;
 
-	if (!pmhash_key_read(&so->reader, tid, scan->xs_snapshot, &row_key))
+	if (!pmhash_key_read(&so->reader, tid, scan->xs_snapshot, row_key))
 		return false;
-	hash = pmhash_hash_datum(scan->indexRelation, row_key);
+	hash = pmhash_hash_key(scan->indexRelation, row_key, NULL);
 	while (lo < hi)
 	{
 		int			mid = lo + (hi - lo) / 2;
@@ -251,7 +272,7 @@ key_in_elements(IndexScanDesc scan, ItemPointer tid, const ArrayElement *element
 	for (; lo < n && elements[lo].hash == hash; lo++)
 	{
 		if (DatumGetBool(FunctionCall2Coll(&key->sk_func, key->sk_collation,
-										   row_key, elements[lo].value)))
+										   row_key[0], elements[lo].value)))
 			return true;
 	}
 	return false;
@@ -279,8 +300,136 @@ filter_by_elements(IndexScanDesc scan, const ArrayElement *elements, int n)
 }
 
 /*
- * Probe once and keep every matching TID, sorted and unique.  With several
- * conditions (on the one column) the first that is not an array is probed,
+ * Collect every TID of the index, shard by shard, for a scan that cannot
+ * name the hash codes to probe: one of a multi-column index whose
+ * conditions leave a column out (the cost estimate keeps the planner from
+ * choosing it), or whose arrays combine into too many keys.  Unverified
+ * TIDs past the end of the heap are left out, as pmhash_lookup_entries
+ * does.  The executor rechecks every row.
+ */
+static void
+collect_all(IndexScanDesc scan)
+{
+	PmhScanOpaque so = (PmhScanOpaque) scan->opaque;
+	Relation	index = scan->indexRelation;
+	BlockNumber nblocks = scan->heapRelation ? RelationGetNumberOfBlocks(scan->heapRelation) :
+		InvalidBlockNumber;
+	PmhEntry   *entries = NULL;
+	uint64		maxentries = 0;
+
+	for (uint32 shard = 0;; shard++)
+	{
+		PmhashLocal *ix = pmhash_open(index, NULL);
+		uint64		count;
+
+		CHECK_FOR_INTERRUPTS();
+		if (shard >= (UINT32_C(1) << ix->table.shard_bits))
+		{
+			pmhash_leave();
+			break;
+		}
+		count = pmhash_shard_entries(index, ix, shard, &entries, &maxentries);
+		pmhash_leave();
+		if ((uint64) so->ntids + count > INT_MAX / sizeof(ItemPointerData))
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("pmhash index \"%s\" has too many entries for a scan without a condition on every key column",
+							RelationGetRelationName(index))));
+		if (so->ntids + count > (uint64) so->maxtids)
+		{
+			so->maxtids = Max(so->maxtids * 2, so->ntids + (int) count);
+			so->tids = repalloc_huge(so->tids, (Size) so->maxtids * sizeof(ItemPointerData));
+		}
+		for (uint64 i = 0; i < count; i++)
+		{
+			ItemPointer tid = (ItemPointer) &entries[i].tid;
+
+			if ((entries[i].flags & PMH_ENTRY_UNVERIFIED) && scan->heapRelation != NULL &&
+				ItemPointerGetBlockNumberNoCheck(tid) >= nblocks)
+				continue;
+			so->tids[so->ntids++] = *tid;
+		}
+	}
+	if (entries)
+		pfree(entries);
+}
+
+/*
+ * The hash codes of the probed conditions, one per key column: every
+ * combination of their values (arrays multiply), sorted and distinct, in
+ * *codes; returns their number, 0 if a condition matches nothing, -1 if
+ * there are too many to probe.  Each column's array elements, sorted by
+ * hash code, stay in elements[col] (nelements[col] of them; by-reference
+ * ones point into arrays[col]).
+ */
+static int
+probe_codes(IndexScanDesc scan, ScanKey *probed, uint32 **codes, ArrayType **arrays,
+			ArrayElement **elements, int *nelements)
+{
+	int			nkeys = IndexRelationGetNumberOfKeyAttributes(scan->indexRelation);
+	uint32	   *result = palloc(sizeof(uint32));
+	int			n = 1;
+
+	for (int col = 0; col < nkeys && n > 0; col++)
+	{
+		ScanKey		key = probed[col];
+		uint32		one_hash;
+		uint32	   *hashes = &one_hash;
+		int			nhashes = 0;
+		uint32	   *next;
+
+		if (key->sk_flags & SK_SEARCHARRAY)
+		{
+			arrays[col] = DatumGetArrayTypeP(key->sk_argument);
+			nelements[col] = array_elements(scan, key, arrays[col], &elements[col]);
+			hashes = palloc(Max(nelements[col], 1) * sizeof(uint32));
+			for (int i = 0; i < nelements[col]; i++)
+			{
+				if (nhashes == 0 || hashes[nhashes - 1] != elements[col][i].hash)
+					hashes[nhashes++] = elements[col][i].hash;
+			}
+		}
+		else
+			hashes[nhashes++] = key_hash(scan, key, key->sk_argument);
+		if ((uint64) n * nhashes > MAX_PROBE_CODES)
+			n = -1;
+		else
+		{
+			next = palloc(Max(n * nhashes, 1) * sizeof(uint32));
+			for (int j = 0; j < n; j++)
+			{
+				for (int k = 0; k < nhashes; k++)
+					next[j * nhashes + k] = col == 0 ? hashes[k] :
+						pmhash_fold_hash(result[j], hashes[k]);
+			}
+			n *= nhashes;
+			pfree(result);
+			result = next;
+		}
+		if (hashes != &one_hash)
+			pfree(hashes);
+		if (n < 0)
+			break;
+	}
+	if (nkeys > 1 && n > 1)
+	{
+		int			m = 0;
+
+		qsort(result, n, sizeof(uint32), code_cmp);
+		for (int i = 0; i < n; i++)
+		{
+			if (m == 0 || result[m - 1] != result[i])
+				result[m++] = result[i];
+		}
+		n = m;
+	}
+	*codes = result;
+	return n;
+}
+
+/*
+ * Probe once and keep every matching TID, sorted and unique.  One
+ * condition of each key column is probed: the first that is not an array,
  * else the first; the executor rechecks the others.
  */
 static void
@@ -288,26 +437,25 @@ search(IndexScanDesc scan)
 {
 	PmhScanOpaque so = (PmhScanOpaque) scan->opaque;
 	Relation	index = scan->indexRelation;
-	ScanKey		probed = NULL;
-	ArrayType  *array = NULL;
-	ArrayElement *elements = NULL;
-	int			nelements = 0;
-	uint32		one_hash;
-	uint32	   *hashes = &one_hash;
-	int			nhashes = 0;
-	PmhashLocal *ix;
+	int			nkeys = IndexRelationGetNumberOfKeyAttributes(index);
+	ScanKey		probed[INDEX_MAX_KEYS] = {0};
+	ArrayType  *arrays[INDEX_MAX_KEYS] = {0};
+	ArrayElement *elements[INDEX_MAX_KEYS] = {0};
+	int			nelements[INDEX_MAX_KEYS] = {0};
+	bool		every_column = true;
+	uint32	   *codes = NULL;
+	int			ncodes;
 
 	so->searched = true;
 	so->exact = false;
 	so->ntids = 0;
 	so->next = 0;
 	pgstat_count_index_scan(index);
-	if (scan->numberOfKeys < 1)
-		elog(ERROR, "pmhash index scans need an equality condition");
 	/* "= NULL", "= ANY(NULL)" and "= ANY('{}')" match nothing */
 	for (int i = 0; i < scan->numberOfKeys; i++)
 	{
 		ScanKey		key = &scan->keyData[i];
+		int			col = key->sk_attno - 1;
 		ArrayType  *other;
 		bool		empty;
 
@@ -315,67 +463,73 @@ search(IndexScanDesc scan)
 			return;
 		if (!(key->sk_flags & SK_SEARCHARRAY))
 		{
-			probed = probed ? probed : key;
+			if (probed[col] == NULL || (probed[col]->sk_flags & SK_SEARCHARRAY))
+				probed[col] = key;
 			continue;
 		}
+		if (probed[col] == NULL)
+			probed[col] = key;
 		other = DatumGetArrayTypeP(key->sk_argument);
 		empty = ArrayGetNItems(ARR_NDIM(other), ARR_DIMS(other)) == 0;
 		free_array(key, other);
 		if (empty)
 			return;
 	}
-	probed = probed ? probed : &scan->keyData[0];
-	if (probed->sk_flags & SK_SEARCHARRAY)
+	for (int col = 0; col < nkeys; col++)
+		every_column = every_column && probed[col] != NULL;
+	ncodes = every_column ? probe_codes(scan, probed, &codes, arrays, elements, nelements) : -1;
+	if (ncodes < 0)
+		collect_all(scan);
+	else if (ncodes > 0)
 	{
-		array = DatumGetArrayTypeP(probed->sk_argument);
-		nelements = array_elements(scan, probed, array, &elements);
-		hashes = palloc(Max(nelements, 1) * sizeof(uint32));
-		for (int i = 0; i < nelements; i++)
-		{
-			if (nhashes == 0 || hashes[nhashes - 1] != elements[i].hash)
-				hashes[nhashes++] = elements[i].hash;
-		}
-	}
-	else
-		hashes[nhashes++] = key_hash(scan, probed, probed->sk_argument);
+		PmhashLocal *ix = pmhash_open(index, NULL);
 
-	/* an array of NULLs only matches nothing */
-	if (nhashes > 0)
-	{
-		ix = pmhash_open(index, NULL);
-		pmhash_lookup_entries(index, ix, scan->heapRelation, hashes, nhashes,
+		pmhash_lookup_entries(index, ix, scan->heapRelation, codes, ncodes,
 							  &so->tids, &so->ntids, &so->maxtids);
 		pmhash_leave();
-		sort_unique_tids(so);
 	}
-	if (array != NULL)
+	sort_unique_tids(so);
+	/* only an array condition on an index of one column can be exact */
+	if (arrays[0] != NULL && nkeys == 1 && scan->numberOfKeys == 1 && so->ntids > 0 &&
+		IsMVCCSnapshot(scan->xs_snapshot))
+		filter_by_elements(scan, elements[0], nelements[0]);
+	if (codes)
+		pfree(codes);
+	for (int col = 0; col < nkeys; col++)
 	{
-		if (so->ntids > 0 && scan->numberOfKeys == 1 && IsMVCCSnapshot(scan->xs_snapshot))
-			filter_by_elements(scan, elements, nelements);
-		pfree(hashes);
-		pfree(elements);
-		free_array(probed, array);
+		if (elements[col])
+			pfree(elements[col]);
+		if (arrays[col])
+			free_array(probed[col], arrays[col]);
 	}
 }
 
 /*
- * Whether the row a candidate TID points to has a key equal to the scan
- * key's argument: the key of its live tuple (pmhash_key_read_live); a
- * chain with no live tuple matches nothing, as the apply worker's own
- * fetch with its dirty snapshot would find nothing either.
+ * Whether the row a candidate TID points to has the key of the scan keys'
+ * arguments: the key of its live tuple (pmhash_key_read_live); a chain with
+ * no live tuple matches nothing, as the apply worker's own fetch with its
+ * dirty snapshot would find nothing either.  The apply worker's keys are
+ * never arrays; any array condition is left to the recheck.
  */
 static bool
 key_matches(IndexScanDesc scan, ItemPointer tid)
 {
 	PmhScanOpaque so = (PmhScanOpaque) scan->opaque;
-	ScanKey		key = &scan->keyData[0];
-	Datum		row_key;
+	Datum		row_key[INDEX_MAX_KEYS];
 
 	begin_reading_keys(scan);
-	if (!pmhash_key_read_live(&so->reader, tid, &row_key))
+	if (!pmhash_key_read_live(&so->reader, tid, row_key))
 		return false;
-	return DatumGetBool(FunctionCall2Coll(&key->sk_func, key->sk_collation,
-										  row_key, key->sk_argument));
+	for (int i = 0; i < scan->numberOfKeys; i++)
+	{
+		ScanKey		key = &scan->keyData[i];
+
+		if (!(key->sk_flags & SK_SEARCHARRAY) &&
+			!DatumGetBool(FunctionCall2Coll(&key->sk_func, key->sk_collation,
+											row_key[key->sk_attno - 1], key->sk_argument)))
+			return false;
+	}
+	return true;
 }
 
 /* amgettuple */
@@ -422,5 +576,7 @@ pmhashendscan(IndexScanDesc scan)
 	if (so->heap != NULL)
 		table_close(so->heap, NoLock);
 	pfree(so->tids);
+	pfree(so->cross_type);
+	pfree(so->cross_proc);
 	pfree(so);
 }

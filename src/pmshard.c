@@ -37,15 +37,6 @@ pmhash_tid_cmp(const void *a, const void *b)
 	return ItemPointerCompare((ItemPointer) a, (ItemPointer) b);
 }
 
-/* 32-bit hash of an indexed value, with the index's opclass and collation. */
-uint32
-pmhash_hash_datum(Relation index, Datum value)
-{
-	FmgrInfo   *proc = index_getprocinfo(index, 1, 1);
-
-	return DatumGetUInt32(FunctionCall1Coll(proc, index->rd_indcollation[0], value));
-}
-
 /*
  * Refuse a TID whose offset a bucket slot cannot hold; heap TIDs always fit,
  * other table access methods may use larger offsets.
@@ -112,6 +103,39 @@ raise_broken(Relation index, uint32 shard)
 					RelationGetRelationName(index)),
 			 errdetail("Shard %u was copied inconsistently and awaits replay of its rebuild.", shard),
 			 errhint("Wait for recovery to progress, or promote the server.")));
+}
+
+/*
+ * Copy every entry of a shard into *entries (a palloc'd array of
+ * *maxentries that grows as needed), with the shard's writers locked out;
+ * returns their number.  A damaged shard raises, and so does one that
+ * awaits replay on a standby.
+ */
+uint64
+pmhash_shard_entries(Relation index, PmhashLocal *ix, uint32 shard, PmhEntry **entries,
+					 uint64 *maxentries)
+{
+	LWLock	   *lock = pmhash_shard_lock(ix->share, shard);
+	PmhSegment	seg;
+	uint64		count;
+	uint64		max_lsn;
+
+	if (ix->share->shards[shard].broken)
+		raise_broken(index, shard);
+	LWLockAcquire(lock, LW_SHARED);
+	count = ix->share->shards[shard].counts.entries;
+	if (count > *maxentries)
+	{
+		*maxentries = Max(count, 2 * *maxentries);
+		*entries = *entries ? repalloc_huge(*entries, *maxentries * sizeof(PmhEntry)) :
+			palloc_extended(*maxentries * sizeof(PmhEntry), MCXT_ALLOC_HUGE);
+	}
+	pmhash_shard_segment(ix, shard, &seg);
+	count = seg.unit != 0 ? pmh_segment_collect(&seg, *entries, *maxentries, &max_lsn) : 0;
+	LWLockRelease(lock);
+	if (count == PMH_COLLECT_DAMAGED || count > *maxentries)
+		pmhash_raise_shard_damaged(RelationGetRelationName(index), shard);
+	return count;
 }
 
 /*

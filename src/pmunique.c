@@ -145,14 +145,14 @@ admit_unique(void *arg, const PmhSegment *seg, const PmhashShardState *state, ui
  * hands (SnapshotDirty), conflicts when its key is equal.
  */
 static Verdict
-check_candidate(PmhashKeyReader *kr, ItemPointer tid, Datum key, TransactionId *xwait,
+check_candidate(PmhashKeyReader *kr, ItemPointer tid, const Datum *key, TransactionId *xwait,
 				uint32 *token)
 {
 	SnapshotData dirty;
-	Datum		other;
+	Datum		other[INDEX_MAX_KEYS];
 
 	InitDirtySnapshot(dirty);
-	if (!pmhash_key_read(kr, tid, &dirty, &other) || !pmhash_keys_equal(kr, key, other))
+	if (!pmhash_key_read(kr, tid, &dirty, other) || !pmhash_keys_equal(kr, key, other))
 		return NO_CONFLICT;
 	*xwait = TransactionIdIsValid(dirty.xmin) ? dirty.xmin : dirty.xmax;
 	*token = dirty.speculativeToken;
@@ -166,7 +166,7 @@ check_candidate(PmhashKeyReader *kr, ItemPointer tid, Datum key, TransactionId *
  * heap are phantoms of a crash, with no tuple to fetch.
  */
 static Verdict
-check_fresh(UniqueCheck *uc, PmhashKeyReader *kr, Datum key, TransactionId *xwait,
+check_fresh(UniqueCheck *uc, PmhashKeyReader *kr, const Datum *key, TransactionId *xwait,
 			uint32 *token, ItemPointer where)
 {
 	BlockNumber nblocks = InvalidBlockNumber;
@@ -202,7 +202,7 @@ check_fresh(UniqueCheck *uc, PmhashKeyReader *kr, Datum key, TransactionId *xwai
 
 /* Report a duplicate key, as btree does. */
 static void
-raise_duplicate(Relation index, Relation heap, Datum key)
+raise_duplicate(Relation index, Relation heap, const Datum *key)
 {
 	char	   *desc = pmhash_key_description(index, key);
 
@@ -222,8 +222,8 @@ raise_duplicate(Relation index, Relation heap, Datum key)
  * unless an error is raised.
  */
 bool
-pmhash_insert_unique(Relation index, Relation heap, IndexInfo *info, uint32 hash, Datum key,
-					 ItemPointer tid, IndexUniqueCheck check)
+pmhash_insert_unique(Relation index, Relation heap, IndexInfo *info, uint32 hash,
+					 const Datum *key, ItemPointer tid, IndexUniqueCheck check)
 {
 	UniqueCheck uc;
 	PmhashKeyReader kr;

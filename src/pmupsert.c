@@ -139,7 +139,7 @@ open_for_speculation(ResultRelInfo *rri)
 	{
 		Relation	index = rri->ri_IndexRelationDescs[i];
 		IndexInfo  *ii = rri->ri_IndexRelationInfo[i];
-		Oid			type;
+		int			nkeys;
 
 		if (!ii->ii_Unique)
 			continue;
@@ -149,16 +149,21 @@ open_for_speculation(ResultRelInfo *rri)
 			continue;
 		}
 		/* what BuildSpeculativeIndexInfo does for btree, with pmhash's strategy */
-		type = index->rd_opcintype[0];
-		ii->ii_UniqueOps = palloc(sizeof(Oid));
-		ii->ii_UniqueProcs = palloc(sizeof(Oid));
-		ii->ii_UniqueStrats = palloc(sizeof(uint16));
-		ii->ii_UniqueOps[0] = pmhash_equality_operator(index->rd_opfamily[0], type, type,
-													   &ii->ii_UniqueStrats[0]);
-		if (!OidIsValid(ii->ii_UniqueOps[0]))
-			elog(ERROR, "missing equality operator (%u,%u) in operator family %u",
-				 type, type, index->rd_opfamily[0]);
-		ii->ii_UniqueProcs[0] = get_opcode(ii->ii_UniqueOps[0]);
+		nkeys = IndexRelationGetNumberOfKeyAttributes(index);
+		ii->ii_UniqueOps = palloc(nkeys * sizeof(Oid));
+		ii->ii_UniqueProcs = palloc(nkeys * sizeof(Oid));
+		ii->ii_UniqueStrats = palloc(nkeys * sizeof(uint16));
+		for (int k = 0; k < nkeys; k++)
+		{
+			Oid			type = index->rd_opcintype[k];
+
+			ii->ii_UniqueOps[k] = pmhash_equality_operator(index->rd_opfamily[k], type, type,
+														   &ii->ii_UniqueStrats[k]);
+			if (!OidIsValid(ii->ii_UniqueOps[k]))
+				elog(ERROR, "missing equality operator (%u,%u) in operator family %u",
+					 type, type, index->rd_opfamily[k]);
+			ii->ii_UniqueProcs[k] = get_opcode(ii->ii_UniqueOps[k]);
+		}
 	}
 }
 

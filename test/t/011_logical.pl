@@ -1,9 +1,9 @@
 # Logical replication through unique pmhash indexes used as replica
 # identities, on both persistence paths.
 #
-# A publisher (index files on /dev/shm, the pmem path) publishes two tables
+# A publisher (index files on /dev/shm, the pmem path) publishes three tables
 # whose replica identities are unique pmhash indexes: lr (k int8, t text, v)
-# on k, and lr_text (t text, v) on t.  Two subscribers, one on each path
+# on k, lr_text (t text, v) on t, and lr_mc (a int8, b text, v) on (a, b).  Two subscribers, one on each path
 # (sub_pmem: /dev/shm with PMEM_IS_PMEM_FORCE=1; sub_msync: the default
 # directory inside its data directory, msync), have the same tables with the
 # same unique pmhash indexes as their replica identities, so their apply
@@ -11,8 +11,9 @@
 # looks up the equality under operator number 3, which pmhash uses since
 # 0.2).
 #
-# Both tables hold pairs of keys that share their 32-bit hash code (found by
-# grouping hashint8 and hashtext), the first of each pair inserted first.
+# The tables hold pairs of keys that share their 32-bit hash code (found by
+# grouping hashint8 and hashtext; lr_mc's pairs are (a, 'pair') for the
+# int8 pairs), the first of each pair inserted first.
 # The apply worker of PostgreSQL 15 takes the first row an index scan
 # returns without rechecking it; pmhash must return only rows whose key is
 # equal, or the second key's UPDATE or DELETE would land on the first key's
@@ -53,6 +54,9 @@ ALTER TABLE lr REPLICA IDENTITY USING INDEX lr_k;
 CREATE TABLE lr_text (id bigserial, t text NOT NULL, v int NOT NULL DEFAULT 0);
 CREATE UNIQUE INDEX lr_text_t ON lr_text USING pmhash (t);
 ALTER TABLE lr_text REPLICA IDENTITY USING INDEX lr_text_t;
+CREATE TABLE lr_mc (id bigserial, a int8 NOT NULL, b text NOT NULL, v int NOT NULL DEFAULT 0);
+CREATE UNIQUE INDEX lr_mc_ab ON lr_mc USING pmhash (a, b);
+ALTER TABLE lr_mc REPLICA IDENTITY USING INDEX lr_mc_ab;
 EOS
 $_->safe_psql('postgres', $schema) for ($publisher, @subscribers);
 
@@ -76,12 +80,15 @@ cmp_ok(scalar(@text_pairs), '>=', 4, 'text keys sharing a hash code: ' . scalar(
 $publisher->safe_psql('postgres', join "\n",
 	"INSERT INTO lr (k, t) SELECT g, md5(g::text) FROM generate_series(1, $ROWS) g;",
 	"INSERT INTO lr_text (t) SELECT md5(g::text) FROM generate_series(1, $ROWS) g;",
+	"INSERT INTO lr_mc (a, b) SELECT g % 97, md5(g::text) FROM generate_series(1, $ROWS) g;",
+	(map { "INSERT INTO lr_mc (a, b) VALUES ($_->[0], 'pair');" } @int_pairs),
+	(map { "INSERT INTO lr_mc (a, b) VALUES ($_->[1], 'pair');" } @int_pairs),
 	(map { "INSERT INTO lr (k, t) VALUES ($_->[0], 'first');" } @int_pairs),
 	(map { "INSERT INTO lr (k, t) VALUES ($_->[1], 'second');" } @int_pairs),
 	(map { "INSERT INTO lr_text (t) VALUES ('$_->[0]');" } @text_pairs),
 	(map { "INSERT INTO lr_text (t) VALUES ('$_->[1]');" } @text_pairs));
 
-$publisher->safe_psql('postgres', 'CREATE PUBLICATION pub FOR TABLE lr, lr_text');
+$publisher->safe_psql('postgres', 'CREATE PUBLICATION pub FOR TABLE lr, lr_text, lr_mc');
 (my $connstr = $publisher->connstr('postgres')) =~ s/'/''/g;
 for my $sub (@subscribers)
 {
@@ -106,6 +113,9 @@ for my $i (0 .. $#int_pairs)
 	push @changes, $i % 2
 	  ? "DELETE FROM lr WHERE k = $k;"
 	  : "UPDATE lr SET v = v + 7, t = 'second, updated' WHERE k = $k;";
+	push @changes, $i % 2
+	  ? "DELETE FROM lr_mc WHERE a = $k AND b = 'pair';"
+	  : "UPDATE lr_mc SET v = v + 7 WHERE a = $k AND b = 'pair';";
 }
 for my $i (0 .. $#text_pairs)
 {
@@ -125,12 +135,15 @@ PostgreSQL::Test::Utils::append_to_file($script, <<"EOS");
 \\if :r <= 3
 UPDATE lr SET v = v + 1 WHERE k = :k;
 UPDATE lr_text SET v = v + 1 WHERE t = md5(:k::text);
+UPDATE lr_mc SET v = v + 1 WHERE a = :k % 97 AND b = md5(:k::text);
 \\elif :r <= 5
 DELETE FROM lr WHERE k = :k;
 DELETE FROM lr_text WHERE t = md5(:k::text);
+DELETE FROM lr_mc WHERE a = :k % 97 AND b = md5(:k::text);
 \\elif :r <= 8
 INSERT INTO lr (k, t) VALUES (:k, md5(:k::text)) ON CONFLICT (k) DO UPDATE SET v = lr.v + 100;
 INSERT INTO lr_text (t) VALUES (md5(:k::text)) ON CONFLICT (t) DO UPDATE SET v = lr_text.v + 100;
+INSERT INTO lr_mc (a, b) VALUES (:k % 97, md5(:k::text)) ON CONFLICT (a, b) DO UPDATE SET v = lr_mc.v + 100;
 \\else
 BEGIN;
 DELETE FROM lr WHERE k = -:k;
@@ -146,9 +159,11 @@ $publisher->wait_for_catchup($_->name) for @subscribers;
 my $rows_sql = q{
 	SELECT (SELECT count(*) FROM lr) || ' ' || (SELECT count(*) FROM lr_text) || ' '
 	  || (SELECT md5(string_agg(format('%s|%s|%s|%s', id, k, t, v), ',' ORDER BY k)) FROM lr) || ' '
-	  || (SELECT md5(string_agg(format('%s|%s|%s', id, t, v), ',' ORDER BY t)) FROM lr_text)};
+	  || (SELECT md5(string_agg(format('%s|%s|%s', id, t, v), ',' ORDER BY t)) FROM lr_text) || ' '
+	  || (SELECT md5(string_agg(format('%s|%s|%s|%s', id, a, b, v), ',' ORDER BY a, b)) FROM lr_mc)};
 my $pairs_sql = q{
-	SELECT string_agg(format('%s|%s|%s', k, t, v), ',' ORDER BY k) FROM lr WHERE k > } . $ROWS;
+	SELECT string_agg(format('%s|%s|%s', k, t, v), ',' ORDER BY k) FROM lr WHERE k > } . $ROWS . q{
+	  UNION ALL SELECT string_agg(format('%s|%s|%s', a, b, v), ',' ORDER BY a) FROM lr_mc WHERE b = 'pair'};
 my $expected = $publisher->safe_psql('postgres', $rows_sql);
 my $expected_pairs = $publisher->safe_psql('postgres', $pairs_sql);
 for my $sub (@subscribers)
@@ -160,11 +175,12 @@ for my $sub (@subscribers)
 		"$name: both tables equal the publisher's, row for row");
 	my $scans = $sub->safe_psql('postgres', q{
 		SELECT string_agg(indexrelname || '=' || (idx_scan > 0), ' ' ORDER BY indexrelname)
-		FROM pg_stat_user_indexes WHERE indexrelname IN ('lr_k', 'lr_text_t')});
-	is($scans, 'lr_k=true lr_text_t=true', "$name: the apply worker probed both pmhash indexes");
-	$sub->safe_psql('postgres', "$VACUUM lr, lr_text");
+		FROM pg_stat_user_indexes WHERE indexrelname IN ('lr_k', 'lr_text_t', 'lr_mc_ab')});
+	is($scans, 'lr_k=true lr_mc_ab=true lr_text_t=true',
+		"$name: the apply worker probed the three pmhash indexes");
+	$sub->safe_psql('postgres', "$VACUUM lr, lr_text, lr_mc");
 	check_verify($sub, 'postgres', "$name after replication", 1,
-		[ 'lr_k', 'lr', 'k' ], [ 'lr_text_t', 'lr_text', 't' ]);
+		[ 'lr_k', 'lr', 'k' ], [ 'lr_text_t', 'lr_text', 't' ], [ 'lr_mc_ab', 'lr_mc', 'a' ]);
 	check_indexes($sub, 'postgres', "$name after replication",
 		[ 'lr_k', 'lr', 'k', '-g - 1000000' ], [ 'lr_text_t', 'lr_text', 't', "'absent' || g" ]);
 }
