@@ -325,6 +325,7 @@ extern void pmhash_lookup_entries(Relation index, PmhashLocal *ix, Relation heap
 								  const uint32 *hashes, int n, ItemPointer *tids, int *ntids,
 								  int *maxtids);
 extern void pmhash_shard_segment(PmhashLocal *ix, uint32 shard, PmhSegment *seg);
+extern BlockNumber pmhash_predicate_block(PmhashLocal *ix, uint32 hash);
 extern uint64 pmhash_shard_entries(Relation index, PmhashLocal *ix, uint32 shard,
 								   PmhEntry **entries, uint64 *maxentries);
 extern void pmhash_raise_shard_damaged(const char *index_name, uint32 shard) pg_attribute_noreturn();

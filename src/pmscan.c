@@ -9,6 +9,7 @@
  * is rechecked against the heap tuple.  A scan of several key columns
  * probes the codes of every combination of its conditions' values, or
  * reads every entry when a column has no condition (src/README, Readers).
+ * SERIALIZABLE scans predicate-lock the shards they probe.
  *
  * "col = ANY(array)" reaches the scan whole (amsearcharray): every element
  * is hashed and the distinct codes probed in batches.  The executor's
@@ -44,6 +45,7 @@
 #include "pgstat.h"
 #include "replication/logicalworker.h"
 #include "storage/bufmgr.h"
+#include "storage/predicate.h"
 #include "utils/array.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
@@ -317,6 +319,8 @@ collect_all(IndexScanDesc scan)
 	PmhEntry   *entries = NULL;
 	uint64		maxentries = 0;
 
+	/* before reading: an insert after this sees the lock (src/README) */
+	PredicateLockRelation(index, scan->xs_snapshot);
 	for (uint32 shard = 0;; shard++)
 	{
 		PmhashLocal *ix = pmhash_open(index, NULL);
@@ -352,6 +356,28 @@ collect_all(IndexScanDesc scan)
 	}
 	if (entries)
 		pfree(entries);
+}
+
+/*
+ * Take the predicate locks of a SERIALIZABLE scan on the shards of the n
+ * codes it is about to probe (sorted, so a shard's codes are adjacent),
+ * before it reads them: an insert either comes later and finds the lock,
+ * or earlier, and the probe finds its entry (src/README, Serializable
+ * transactions).  Other scans take none.
+ */
+static void
+lock_predicates(IndexScanDesc scan, PmhashLocal *ix, const uint32 *codes, int n)
+{
+	BlockNumber last = InvalidBlockNumber;
+
+	for (int i = 0; i < n; i++)
+	{
+		BlockNumber block = pmhash_predicate_block(ix, codes[i]);
+
+		if (block != last)
+			PredicateLockPage(scan->indexRelation, block, scan->xs_snapshot);
+		last = block;
+	}
 }
 
 /*
@@ -484,6 +510,7 @@ search(IndexScanDesc scan)
 	{
 		PmhashLocal *ix = pmhash_open(index, NULL);
 
+		lock_predicates(scan, ix, codes, ncodes);
 		pmhash_lookup_entries(index, ix, scan->heapRelation, codes, ncodes,
 							  &so->tids, &so->ntids, &so->maxtids);
 		pmhash_leave();

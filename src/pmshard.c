@@ -20,6 +20,7 @@
 #include "access/xlog.h"
 #include "storage/bufmgr.h"
 #include "storage/itemptr.h"
+#include "storage/predicate.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 
@@ -82,6 +83,18 @@ pmhash_shard_segment(PmhashLocal *ix, uint32 shard, PmhSegment *seg)
 	if (!pmh_mirror_read(&ix->share->shards[shard].mirror, &desc, &nposting))
 		elog(ERROR, "pmhash: shard %u was published while its lock was held", shard);
 	map_segment(ix, shard, desc, nposting, seg);
+}
+
+/*
+ * The block number that stands for hash's shard in predicate locks (block
+ * 0 is the metapage): SERIALIZABLE scans lock the shards of the codes they
+ * probe, inserts check the shards of theirs (src/README, Serializable
+ * transactions).
+ */
+BlockNumber
+pmhash_predicate_block(PmhashLocal *ix, uint32 hash)
+{
+	return pmh_shard_of(hash, ix->table.shard_bits) + 1;
 }
 
 /* Report a shard whose segment contradicts its format or its checksums. */
@@ -180,6 +193,8 @@ pmhash_insert_entry(Relation index, PmhashLocal *ix, uint32 hash, ItemPointer ti
 				 errmsg("pmhash index \"%s\" shard %u cannot grow further",
 						RelationGetRelationName(index), shard),
 				 errhint("Rebuild the index with more shards: ALTER INDEX ... SET (shards = N); REINDEX.")));
+	/* after the entry is in: a scan that locks the shard later finds it */
+	CheckForSerializableConflictIn(index, NULL, pmhash_predicate_block(ix, hash));
 	return true;
 }
 
