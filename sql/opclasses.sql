@@ -3,7 +3,8 @@
 -- numrange), an index scan, a bitmap scan and a sequential scan find the same
 -- rows for every value in a table with duplicates, NULLs and values that are
 -- equal in different representations, and for absent values; cross-type
--- equality within a family uses the index; broken user classes fail amvalidate.
+-- equality within a family uses the index; multi-column indexes over all of
+-- the types find rows by every column; broken user classes fail amvalidate.
 
 -- quietly: the extension may exist already, and roles outlive the database
 -- if an earlier run crashed
@@ -273,6 +274,56 @@ FROM unnest(ARRAY[
   's = ''x7''::name COLLATE "default"', 's = ''x199''::name COLLATE "default"', 's = ''y''::name COLLATE "default"',
   'n = ''x7''::text', 'n = ''x179''::text', 'n = ''x7 ''::text']) qual;
 
+-- Multi-column indexes over a mix of the classes: every type above as a
+-- column of one table, in two indexes (an index has at most 32 key
+-- columns); for a sample of rows, equality on every column of an index
+-- finds the row by index and bitmap scan as a seqscan does
+DO $$
+DECLARE s record; cols text := ''; vals text := '';
+BEGIN
+  FOR s IN SELECT * FROM oc_spec ORDER BY ord LOOP
+    cols := cols || format(', c%s %s', s.ord, s.typ);
+    vals := vals || format(', CASE WHEN i %% 17 <> 0 THEN (%s)::%s END', s.gen, s.typ);
+  END LOOP;
+  EXECUTE 'CREATE TABLE oc_multi (id int' || cols || ') WITH (autovacuum_enabled = off)';
+  EXECUTE 'INSERT INTO oc_multi SELECT i' || vals
+    || ' FROM (SELECT i, i * 7 % 160 AS r FROM generate_series(1, 400) i) g';
+  EXECUTE 'CREATE INDEX oc_multi_a ON oc_multi USING pmhash ('
+    || (SELECT string_agg('c' || ord, ', ' ORDER BY ord) FROM oc_spec WHERE ord <= 20) || ')';
+  EXECUTE 'CREATE INDEX oc_multi_b ON oc_multi USING pmhash ('
+    || (SELECT string_agg('c' || ord, ', ' ORDER BY ord) FROM oc_spec WHERE ord > 20) || ')';
+END $$;
+CREATE FUNCTION oc_multi_check(idx text, OUT columns int, OUT probes int, OUT mismatches int,
+  OUT plans_ok boolean, OUT verified boolean) LANGUAGE plpgsql AS $$
+DECLARE row_id int; q text; a int[]; b int[]; c int[]; lit text; s record; qual text;
+BEGIN
+  probes := 0; mismatches := 0; plans_ok := true;
+  SELECT count(*) INTO columns FROM oc_spec
+    WHERE CASE idx WHEN 'oc_multi_a' THEN ord <= 20 ELSE ord > 20 END;
+  FOR row_id IN SELECT id FROM oc_multi WHERE id % 13 = 0 AND id % 17 <> 0 ORDER BY id LOOP
+    qual := '';
+    FOR s IN SELECT * FROM oc_spec WHERE CASE idx WHEN 'oc_multi_a' THEN ord <= 20 ELSE ord > 20 END
+             ORDER BY ord LOOP
+      EXECUTE format('SELECT c%s::text FROM oc_multi WHERE id = %s', s.ord, row_id) INTO lit;
+      qual := qual || format(' AND c%s = (SELECT %L::%s)', s.ord, lit, s.typ);
+    END LOOP;
+    q := 'SELECT array_agg(id ORDER BY id) FROM oc_multi WHERE true' || qual;
+    PERFORM oc_force('index'); EXECUTE q INTO a;
+    PERFORM oc_force('bitmap'); EXECUTE q INTO b;
+    PERFORM oc_force('seq'); EXECUTE q INTO c;
+    probes := probes + 1;
+    IF a IS DISTINCT FROM c OR b IS DISTINCT FROM c OR NOT row_id = ANY(c) THEN
+      mismatches := mismatches + 1;
+    END IF;
+    IF probes = 1 THEN
+      q := 'SELECT id FROM oc_multi WHERE true' || qual;
+      plans_ok := oc_plan_ok(q, 'index', idx) AND oc_plan_ok(q, 'bitmap', idx);
+    END IF;
+  END LOOP;
+  verified := pmhash_verify(idx::regclass) = (SELECT count(c1) FROM oc_multi);
+END $$;
+SELECT idx, c.* FROM unnest(ARRAY['oc_multi_a', 'oc_multi_b']) idx, oc_multi_check(idx) c;
+
 -- Broken user classes fail amvalidate; a correct one passes.
 CREATE OPERATOR CLASS oc_good_ops FOR TYPE int4 USING pmhash AS
   OPERATOR 3 = (int4, int4), FUNCTION 1 hashint4(int4);
@@ -319,7 +370,7 @@ BEGIN
     EXECUTE format('DROP TABLE %I', 'oc_' || s.tag);
   END LOOP;
 END $$;
-DROP TABLE oc_spec, oc_cross;
-DROP FUNCTION oc_check, oc_plan_ok, oc_cross_ids, oc_force;
+DROP TABLE oc_spec, oc_cross, oc_multi;
+DROP FUNCTION oc_check, oc_plan_ok, oc_cross_ids, oc_force, oc_multi_check;
 DROP TYPE oc_mood, oc_pair;
 DROP ROLE regress_pmhash_oc_a, regress_pmhash_oc_b;
