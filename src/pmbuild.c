@@ -31,18 +31,26 @@
 #include "access/tableam.h"
 #include "access/xlog.h"
 #include "catalog/index.h"
+#include "commands/progress.h"
 #include "miscadmin.h"
+#include "pgstat.h"
 #include "port/pg_bitutils.h"
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
 #include "utils/builtins.h"
-#include "utils/datum.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 
 #include "pmhash.h"
 
 #define ENTRIES_PER_SHARD	2048	/* target size of a shard at build time */
+#define PROGRESS_EVERY		256		/* heap tuples between progress reports */
+
+/* Subphases of a build in pg_stat_progress_create_index (pmhashbuildphasename) */
+#define BUILD_PHASE_SCAN	2		/* the heap scan, moving full batches in */
+#define BUILD_PHASE_LOAD	3		/* moving the last batch into the shards */
+#define BUILD_PHASE_UNIQUE	4		/* the duplicate check of a unique index */
+#define BUILD_PHASE_SYNC	5		/* making the file durable */
 #define MIN_SHARD_BITS		9		/* 512: bucket slots then keep every hash bit */
 
 typedef struct BuildState
@@ -53,6 +61,9 @@ typedef struct BuildState
 	uint64		maxentries;
 	bool		created;
 	bool		transactional;	/* an abort removes the new file */
+	bool		progress;		/* report to pg_stat_progress_create_index */
+	bool		loading;		/* the last batch: report entries moved in */
+	int64		loaded;
 	double		index_tuples;
 	BlockNumber heap_blocks;	/* the table's size when the build started */
 	BlockNumber blocks_seen;	/* heap blocks that gave entries so far */
@@ -175,6 +186,11 @@ flush_batch(BuildState *bs)
 				pmhash_insert_entry(bs->index, ix, parted[i].hash, (ItemPointer) &parted[i].tid,
 									PMH_INSERT_NEW, NULL, NULL);
 		}
+		if (bs->loading)
+		{
+			bs->loaded += count;
+			pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, bs->loaded);
+		}
 		if (st != PMH_OK)
 			ereport(ERROR,
 					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
@@ -221,6 +237,8 @@ build_callback(Relation index pg_attribute_unused(), ItemPointer tid, Datum *val
 	memcpy(&e->tid, tid, sizeof(PmhTid));
 	e->flags = 0;
 	bs->index_tuples++;
+	if (bs->progress && (uint64) bs->index_tuples % PROGRESS_EVERY == 0)
+		pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, (int64) bs->index_tuples);
 }
 
 /* Report two live tuples of a unique index's build with equal keys, as btree does. */
@@ -280,8 +298,17 @@ check_unique(Relation heap, Relation index, IndexInfo *info, BuildState *bs)
 	uint32		nshards = UINT32_C(1) << ix->table.shard_bits;
 	PmhEntry   *entries = NULL;
 	uint64		maxentries = 0;
+	int64		checked = 0;
 
 	pmhash_leave();
+	if (bs->progress)
+	{
+		const int	index[] = {PROGRESS_CREATEIDX_SUBPHASE, PROGRESS_CREATEIDX_TUPLES_TOTAL,
+		PROGRESS_CREATEIDX_TUPLES_DONE};
+		const int64 values[] = {BUILD_PHASE_UNIQUE, (int64) bs->index_tuples, 0};
+
+		pgstat_progress_update_multi_param(3, index, values);
+	}
 	if (bs->ndead > 1)
 		qsort(bs->dead, bs->ndead, sizeof(ItemPointerData), pmhash_tid_cmp);
 	pmhash_key_reader_begin(&kr, heap, index, info);
@@ -314,6 +341,9 @@ check_unique(Relation heap, Relation index, IndexInfo *info, BuildState *bs)
 				check_run(&kr, &entries[i], j - i, keys_cxt);
 			i = j;
 		}
+		checked += count;
+		if (bs->progress)
+			pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, checked);
 	}
 	pmhash_key_reader_end(&kr);
 	if (entries)
@@ -321,7 +351,10 @@ check_unique(Relation heap, Relation index, IndexInfo *info, BuildState *bs)
 	MemoryContextDelete(keys_cxt);
 }
 
-/* Build the index file from the heap; returns the number of entries. */
+/*
+ * Build the index file from the heap; returns the number of entries.  A
+ * transactional build (CREATE INDEX, REINDEX) reports its progress.
+ */
 static double
 build_index(Relation heap, Relation index, IndexInfo *indexInfo, bool transactional,
 			double *heap_tuples)
@@ -332,23 +365,57 @@ build_index(Relation heap, Relation index, IndexInfo *indexInfo, bool transactio
 	memset(&bs, 0, sizeof(bs));
 	bs.index = index;
 	bs.transactional = transactional;
+	bs.progress = transactional;
 	bs.maxentries = Max((uint64) maintenance_work_mem * 1024 / (2 * sizeof(PmhEntry)), 1024);
 	bs.heap_blocks = RelationGetNumberOfBlocks(heap);
 	bs.last_block = InvalidBlockNumber;
 	bs.entries = palloc_extended(bs.maxentries * sizeof(PmhEntry), MCXT_ALLOC_HUGE);
 	bs.unique = indexInfo->ii_Unique;
 
-	*heap_tuples = table_index_build_scan(heap, index, indexInfo, true, true,
+	if (bs.progress)
+		pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, BUILD_PHASE_SCAN);
+	*heap_tuples = table_index_build_scan(heap, index, indexInfo, true, bs.progress,
 										  build_callback, &bs, NULL);
+	if (bs.progress)
+	{
+		const int	index[] = {PROGRESS_CREATEIDX_SUBPHASE, PROGRESS_CREATEIDX_TUPLES_TOTAL,
+		PROGRESS_CREATEIDX_TUPLES_DONE};
+		const int64 values[] = {BUILD_PHASE_LOAD, (int64) bs.nentries, 0};
+
+		pgstat_progress_update_multi_param(3, index, values);
+		bs.loading = true;
+	}
 	flush_batch(&bs);
 	pfree(bs.entries);
 	if (bs.unique)
 		check_unique(heap, index, indexInfo, &bs);
 
+	if (bs.progress)
+		pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, BUILD_PHASE_SYNC);
 	ix = pmhash_open(index, NULL);
 	pmhash_finish_deferred(ix);
 	pmhash_leave();
 	return bs.index_tuples;
+}
+
+/* ambuildphasename: the name of a build subphase (BUILD_PHASE_*). */
+char *
+pmhashbuildphasename(int64 phasenum)
+{
+	switch (phasenum)
+	{
+		case PROGRESS_CREATEIDX_SUBPHASE_INITIALIZE:
+			return "initializing";
+		case BUILD_PHASE_SCAN:
+			return "scanning table";
+		case BUILD_PHASE_LOAD:
+			return "loading entries";
+		case BUILD_PHASE_UNIQUE:
+			return "checking uniqueness";
+		case BUILD_PHASE_SYNC:
+			return "writing the file";
+	}
+	return NULL;
 }
 
 /* ambuild: build the index from the heap. */

@@ -249,7 +249,7 @@ pmhash_handler(PG_FUNCTION_ARGS)
 	amroutine->amcostestimate = pmhashcostestimate;
 	amroutine->amoptions = pmhashoptions;
 	amroutine->amproperty = NULL;
-	amroutine->ambuildphasename = NULL;
+	amroutine->ambuildphasename = pmhashbuildphasename;
 	amroutine->amvalidate = pmhashvalidate;
 	amroutine->amadjustmembers = pmhashadjustmembers;
 	amroutine->ambeginscan = pmhashbeginscan;

@@ -395,6 +395,7 @@ extern void pmhash_mark_needs_rebuild(const RelFileNode *node);
 /* pmbuild.c */
 extern PmhashLocal *pmhash_open(Relation index, bool *rebuilt);
 extern double pmhash_build_fill(Relation index);
+extern char *pmhashbuildphasename(int64 phasenum);
 
 /* pmunique.c */
 extern bool pmhash_insert_unique(Relation index, Relation heap, IndexInfo *info, uint32 hash,
