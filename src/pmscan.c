@@ -464,14 +464,20 @@ search(IndexScanDesc scan)
 	PmhScanOpaque so = (PmhScanOpaque) scan->opaque;
 	Relation	index = scan->indexRelation;
 	int			nkeys = IndexRelationGetNumberOfKeyAttributes(index);
-	ScanKey		probed[INDEX_MAX_KEYS] = {0};
-	ArrayType  *arrays[INDEX_MAX_KEYS] = {0};
-	ArrayElement *elements[INDEX_MAX_KEYS] = {0};
-	int			nelements[INDEX_MAX_KEYS] = {0};
+	ScanKey		probed[INDEX_MAX_KEYS];
+	ArrayType  *arrays[INDEX_MAX_KEYS];
+	ArrayElement *elements[INDEX_MAX_KEYS];
+	int			nelements[INDEX_MAX_KEYS];
 	bool		every_column = true;
+	uint32		one_code;
 	uint32	   *codes = NULL;
 	int			ncodes;
 
+	/* clear only the key columns' slots: this runs for every probe */
+	memset(probed, 0, nkeys * sizeof(ScanKey));
+	memset(arrays, 0, nkeys * sizeof(ArrayType *));
+	memset(elements, 0, nkeys * sizeof(ArrayElement *));
+	memset(nelements, 0, nkeys * sizeof(int));
 	so->searched = true;
 	so->exact = false;
 	so->ntids = 0;
@@ -503,7 +509,15 @@ search(IndexScanDesc scan)
 	}
 	for (int col = 0; col < nkeys; col++)
 		every_column = every_column && probed[col] != NULL;
-	ncodes = every_column ? probe_codes(scan, probed, &codes, arrays, elements, nelements) : -1;
+	if (nkeys == 1 && every_column && !(probed[0]->sk_flags & SK_SEARCHARRAY))
+	{
+		/* the common probe of one key: nothing to combine or allocate */
+		one_code = key_hash(scan, probed[0], probed[0]->sk_argument);
+		codes = &one_code;
+		ncodes = 1;
+	}
+	else
+		ncodes = every_column ? probe_codes(scan, probed, &codes, arrays, elements, nelements) : -1;
 	if (ncodes < 0)
 		collect_all(scan);
 	else if (ncodes > 0)
@@ -520,7 +534,7 @@ search(IndexScanDesc scan)
 	if (arrays[0] != NULL && nkeys == 1 && scan->numberOfKeys == 1 && so->ntids > 0 &&
 		IsMVCCSnapshot(scan->xs_snapshot))
 		filter_by_elements(scan, elements[0], nelements[0]);
-	if (codes)
+	if (codes && codes != &one_code)
 		pfree(codes);
 	for (int col = 0; col < nkeys; col++)
 	{
