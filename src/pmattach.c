@@ -40,6 +40,7 @@
 #include "utils/rel.h"
 
 #include "pmhash.h"
+#include "pmxlog.h"
 
 /* How attach() found a file. */
 typedef enum AttachResult
@@ -213,6 +214,20 @@ lost_to_restore(PmhashLocal *ix, const char *path, XLogRecPtr meta_lsn)
 }
 
 /*
+ * The header states in which a file cannot serve an operation on index:
+ * one to be rebuilt from the table, and one whose rebuild has not finished,
+ * except to the backend rebuilding it and to replay (index NULL), which
+ * continues a rebuild from its WAL.
+ */
+static uint64
+unusable_states(PmhashLocal *ix, Relation index)
+{
+	if (index == NULL || ix->building)
+		return PMH_STATE_NEEDS_REBUILD;
+	return PMH_STATE_NEEDS_REBUILD | PMH_STATE_BUILDING;
+}
+
+/*
  * Attach a file to shared memory (or find it attached) and map it.  Called
  * without an announcement of ours, so that waiting for readers is safe.
  * index is NULL during replay, which cannot read the metapage and takes
@@ -311,7 +326,7 @@ attach(Relation index, PmhashLocal *ix)
 		return UNUSABLE;
 	}
 	err = check_header(ix, index ? meta.build_generation : 0, &hdr);
-	if (err == NULL && (hdr.state & PMH_STATE_NEEDS_REBUILD))
+	if (err == NULL && (hdr.state & unusable_states(ix, index)))
 	{
 		pmhash_unmap_local(ix);
 		LWLockRelease(pmhash_share_table_lock());
@@ -420,9 +435,9 @@ pmhash_open_file(Relation index)
 		{
 			check_mapped_generation(ix);
 			if (likely(!(((const volatile PmhFileHeader *) ix->base)->state &
-						 PMH_STATE_NEEDS_REBUILD)))
+						 unusable_states(ix, index))))
 				return ix;
-			/* a rebuild from the table failed after it had started the file */
+			/* a rebuild from the table failed or did not finish */
 			pmhash_leave();
 			return NULL;
 		}
@@ -462,7 +477,10 @@ pmhash_open_for_redo(const RelFileNode *node)
 /*
  * Create the file of a new index build (replacing any previous file of the
  * same relfilenode), log it, and write its metapage; returns it opened as by
- * pmhash_open.  A transactional build is undone by an abort.
+ * pmhash_open.  A transactional build is undone by an abort; any other (the
+ * rebuild from the table) is marked unfinished, in the file and in its WAL
+ * record, until pmhash_finish_build, so that after a crash part way through
+ * it is rebuilt again rather than used half built.
  */
 PmhashLocal *
 pmhash_create(Relation index, uint32 shard_bits, bool deferred, bool transactional)
@@ -479,16 +497,19 @@ pmhash_create(Relation index, uint32 shard_bits, bool deferred, bool transaction
 	pmhash_drop_local(&key);
 
 	pmhash_make_meta(&meta, pmhash_new_generation(), shard_bits, 0);
-	pmhash_create_file(&key, path, shard_bits, meta.build_generation, 0,
+	pmhash_create_file(&key, path, shard_bits, meta.build_generation,
+				transactional ? 0 : PMH_STATE_BUILDING,
 				key.backend == InvalidBackendId, transactional, InvalidFullTransactionId);
 	if (transactional)
 		pmhash_remember_created(&key, RelationGetRelid(index), path);
 	if (RelationNeedsWAL(index))
-		pmhash_log_create(&index->rd_node, meta.build_generation, shard_bits, transactional);
+		pmhash_log_create(&index->rd_node, meta.build_generation, shard_bits,
+						  transactional ? XLOG_PMHASH_CREATE_TRANSACTIONAL : XLOG_PMHASH_CREATE_BUILDING);
 	pmhash_write_meta(index, MAIN_FORKNUM, &meta);
 
 	ix = pmhash_local_entry(&key);
 	ix->deferred = deferred;
+	ix->building = !transactional;
 	ix = pmhash_open_file(index);
 	if (ix == NULL)
 		elog(ERROR, "new pmhash file \"%s\" is marked to be rebuilt", path);

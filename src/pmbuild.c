@@ -393,7 +393,7 @@ build_index(Relation heap, Relation index, IndexInfo *indexInfo, bool transactio
 	if (bs.progress)
 		pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, BUILD_PHASE_SYNC);
 	ix = pmhash_open(index, NULL);
-	pmhash_finish_deferred(ix);
+	pmhash_finish_build(ix);
 	pmhash_leave();
 	return bs.index_tuples;
 }
@@ -463,13 +463,14 @@ rebuild_from_table(Relation index)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("pmhash index \"%s\" must be rebuilt from its table, which cannot happen here",
 						RelationGetRelationName(index)),
-				 errdetail("Recovery could not bring the index file up to date."),
+				 errdetail("Recovery could not bring the index file up to date, or the primary has not finished rebuilding it."),
 				 errhint("It is rebuilt automatically on first use after promotion; or run REINDEX INDEX %s on the primary.",
 						 quote_identifier(RelationGetRelationName(index)))));
 	LockRelationOid(RelationGetRelid(index), AccessExclusiveLock);
 	pmhash_file_key(index, &key);
 	pmhash_file_path(&key, path);
-	if (!pmhash_read_file_header(path, &hdr) || !(hdr.state & PMH_STATE_NEEDS_REBUILD))
+	if (!pmhash_read_file_header(path, &hdr) ||
+		!(hdr.state & (PMH_STATE_NEEDS_REBUILD | PMH_STATE_BUILDING)))
 	{
 		/* someone else rebuilt it meanwhile */
 		UnlockRelationOid(RelationGetRelid(index), AccessExclusiveLock);

@@ -151,6 +151,7 @@ typedef struct PmhashLocal
 	XLogRecPtr	dirty_since;	/* WAL insert position at the first of them */
 	bool		left_to_syncer; /* a commit left changes to the syncer */
 	bool		deferred;		/* bulk build: flushes wait for the end */
+	bool		building;		/* this backend rebuilds it from the table */
 	bool		logged;			/* changes are WAL-logged (set by each open) */
 	bool		redo_dirty;		/* replay changed it since its last sync */
 	PmhEntry   *pending;		/* inserted entries not yet WAL-logged */
@@ -158,6 +159,20 @@ typedef struct PmhashLocal
 	XLogRecPtr	pending_since;	/* earliest stamp among them */
 	RelFileNode node;			/* full identity for WAL records */
 } PmhashLocal;
+
+/*
+ * Entries a scan found dead to every transaction under the one hash code it
+ * probed, and the state of that code's shard before the probe (pmvacuum.c).
+ */
+typedef struct PmhashKilled
+{
+	uint32		code;
+	uint32		share_gen;
+	uint64		removals;
+	ItemPointer tids;			/* sorted */
+	int			ntids;
+	int			maxtids;
+} PmhashKilled;
 
 /* Reads keys of heap tuples as an index computes them (pmkey.c). */
 typedef struct PmhashKeyReader
@@ -282,18 +297,19 @@ extern PmhPersist pmhash_normal_persist(PmhashLocal *ix);
 extern void pmhash_persist_range(char *base, size_t len, int is_pmem, const char *path);
 extern void pmhash_redo_will_change(PmhashLocal *ix);
 extern void pmhash_redo_synced(XLogRecPtr lsn);
+extern void pmhash_mark_built(PmhashLocal *ix);
 
 /* pmspace.c */
 extern uint64 pmhash_space_alloc(void *arg, uint64 units);
 extern void pmhash_space_free(void *arg, uint64 unit, uint64 units);
-extern void pmhash_finish_deferred(PmhashLocal *ix);
+extern void pmhash_finish_build(PmhashLocal *ix);
 
 /* pmstorage.c */
 extern void pmhash_create_file(const PmhashFileKey *key, const char *path, uint32 shard_bits,
 							uint64 generation, uint32 state, bool durable, bool transactional,
 							FullTransactionId creator);
 extern void pmhash_create_for_redo(const RelFileNode *node, uint64 generation, uint32 shard_bits,
-								FullTransactionId creator);
+								uint32 state, FullTransactionId creator);
 extern bool pmhash_copy_file(const RelFileNode *from, const RelFileNode *to);
 extern void pmhash_create_placeholder(const RelFileNode *node);
 extern bool pmhash_read_file_header(const char *path, PmhFileHeader *hdr);
@@ -321,7 +337,7 @@ extern int	pmhash_tid_cmp(const void *a, const void *b);
 extern void pmhash_check_tid(Relation index, ItemPointer tid);
 extern bool pmhash_insert_entry(Relation index, PmhashLocal *ix, uint32 hash, ItemPointer tid,
 								PmhInsertMode mode, PmhashInsertGate gate, void *gate_arg);
-extern void pmhash_lookup_entries(Relation index, PmhashLocal *ix, Relation heap,
+extern int	pmhash_lookup_entries(Relation index, PmhashLocal *ix, Relation heap,
 								  const uint32 *hashes, int n, ItemPointer *tids, int *ntids,
 								  int *maxtids);
 extern void pmhash_shard_segment(PmhashLocal *ix, uint32 shard, PmhSegment *seg);
@@ -354,7 +370,8 @@ pmhash_fold_hash(uint32 code, uint32 column_hash)
 extern uint32 pmhash_hash_key(Relation index, const Datum *key, const bool *isnull);
 extern void pmhash_key_reader_begin(PmhashKeyReader *kr, Relation heap, Relation index,
 									IndexInfo *info);
-extern bool pmhash_key_read(PmhashKeyReader *kr, ItemPointer tid, Snapshot snapshot, Datum *key);
+extern bool pmhash_key_read(PmhashKeyReader *kr, ItemPointer tid, Snapshot snapshot, Datum *key,
+							bool *all_dead);
 extern bool pmhash_key_read_live(PmhashKeyReader *kr, ItemPointer tid, Datum *key);
 extern bool pmhash_keys_equal(PmhashKeyReader *kr, const Datum *a, const Datum *b);
 extern Datum *pmhash_key_copy(Relation index, const Datum *key);
@@ -364,12 +381,14 @@ extern void pmhash_key_reader_end(PmhashKeyReader *kr);
 
 /* pmxlog.c */
 extern XLogRecPtr pmhash_log_create(const RelFileNode *node, uint64 generation, uint32 shard_bits,
-								 bool transactional);
+								 uint32 flags);
+extern XLogRecPtr pmhash_log_built(const RelFileNode *node);
 extern XLogRecPtr pmhash_log_inserts(const RelFileNode *node, const PmhEntry *entries,
 								  uint32 count, XLogRecPtr since);
 extern XLogRecPtr pmhash_log_rebuild(const RelFileNode *node, uint32 shard, double fill,
 								  const PmhEntry *entries, uint64 count);
-extern XLogRecPtr pmhash_log_delete(const RelFileNode *node, uint32 shard, PmhEntry *entries,
+extern XLogRecPtr pmhash_log_delete(const RelFileNode *node, uint32 shard, bool kill,
+								 TransactionId conflict_horizon, PmhEntry *entries,
 								 uint64 count);
 extern XLogRecPtr pmhash_log_copy(const RelFileNode *from, const RelFileNode *to);
 extern int	pmhash_entry_tid_cmp(const void *a, const void *b);
@@ -427,6 +446,9 @@ extern void pmhashbuildempty(Relation index);
 extern bool pmhashinsert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
 						 Relation heapRel, IndexUniqueCheck checkUnique,
 						 bool indexUnchanged, IndexInfo *indexInfo);
+extern void pmhash_note_probe(PmhashLocal *ix, uint32 code, PmhashKilled *killed);
+extern void pmhash_add_killed(PmhashKilled *killed, ItemPointer tid);
+extern void pmhash_remove_killed(Relation index, Relation heap, PmhashKilled *killed);
 extern IndexBulkDeleteResult *pmhashbulkdelete(IndexVacuumInfo *info,
 											   IndexBulkDeleteResult *stats,
 											   IndexBulkDeleteCallback callback,
@@ -439,8 +461,7 @@ extern void pmhashcostestimate(PlannerInfo *root, IndexPath *path, double loop_c
 							   double *indexPages);
 extern bytea *pmhashoptions(Datum reloptions, bool validate);
 extern bool pmhash_is_equal_strategy(int strategy);
-extern Oid	pmhash_equality_operator(Oid opfamily, Oid lefttype, Oid righttype,
-									 StrategyNumber *strategy);
+extern Oid	pmhash_column_equality(Relation index, int column, StrategyNumber *strategy);
 extern void pmhashadjustmembers(Oid opfamilyoid, Oid opclassoid, List *operators,
 								List *functions);
 extern bool pmhashvalidate(Oid opclassoid);

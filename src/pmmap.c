@@ -439,6 +439,14 @@ pmhash_redo_will_change(PmhashLocal *ix)
 	ix->redo_dirty = true;
 }
 
+/* Clear durably the mark of a file whose rebuild from the table is unfinished. */
+void
+pmhash_mark_built(PmhashLocal *ix)
+{
+	update_header(ix, 0, PMH_STATE_BUILDING, InvalidXLogRecPtr);
+	ix->building = false;
+}
+
 /* Replay synced everything up to lsn: files hold no unsynced replayed change. */
 void
 pmhash_redo_synced(XLogRecPtr lsn)

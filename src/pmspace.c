@@ -190,13 +190,22 @@ trim_file(PmhashLocal *ix)
 	pmhash_map_file(ix, share->path);
 }
 
-/* Make a deferred (bulk-built) file durable as a whole. */
+/*
+ * Make a deferred (bulk-built) file durable as a whole; then, if it is a
+ * rebuild from the table, log and clear its mark of an unfinished build.
+ */
 void
-pmhash_finish_deferred(PmhashLocal *ix)
+pmhash_finish_build(PmhashLocal *ix)
 {
 	trim_file(ix);
 	ix->deferred = false;
 	if (ix->durable)
 		pmhash_persist_range(ix->base, ix->mapped_len, ix->is_pmem, ix->share->path);
 	ix->persist = pmhash_normal_persist(ix);
+	if (ix->building)
+	{
+		if (ix->logged)
+			pmhash_log_built(&ix->node);
+		pmhash_mark_built(ix);
+	}
 }

@@ -88,12 +88,13 @@ pmhash_create_file(const PmhashFileKey *key, const char *path, uint32 shard_bits
 }
 
 /*
- * Replay of CREATE: an empty file, replacing any previous one; creator is
- * the transaction that created it, if the creation was transactional.
+ * Replay of CREATE: an empty file in the given state, replacing any previous
+ * one; creator is the transaction that created it, if the creation was
+ * transactional.
  */
 void
 pmhash_create_for_redo(const RelFileNode *node, uint64 generation, uint32 shard_bits,
-					FullTransactionId creator)
+					uint32 state, FullTransactionId creator)
 {
 	PmhashFileKey	key;
 	char		path[MAXPGPATH];
@@ -102,7 +103,7 @@ pmhash_create_for_redo(const RelFileNode *node, uint64 generation, uint32 shard_
 	pmhash_file_path(&key, path);
 	pmhash_forget_file(&key);
 	pmhash_drop_local(&key);
-	pmhash_create_file(&key, path, shard_bits, generation, 0, true, false, creator);
+	pmhash_create_file(&key, path, shard_bits, generation, state, true, false, creator);
 }
 
 /*

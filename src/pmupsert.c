@@ -155,13 +155,7 @@ open_for_speculation(ResultRelInfo *rri)
 		ii->ii_UniqueStrats = palloc(nkeys * sizeof(uint16));
 		for (int k = 0; k < nkeys; k++)
 		{
-			Oid			type = index->rd_opcintype[k];
-
-			ii->ii_UniqueOps[k] = pmhash_equality_operator(index->rd_opfamily[k], type, type,
-														   &ii->ii_UniqueStrats[k]);
-			if (!OidIsValid(ii->ii_UniqueOps[k]))
-				elog(ERROR, "missing equality operator (%u,%u) in operator family %u",
-					 type, type, index->rd_opfamily[k]);
+			ii->ii_UniqueOps[k] = pmhash_column_equality(index, k, &ii->ii_UniqueStrats[k]);
 			ii->ii_UniqueProcs[k] = get_opcode(ii->ii_UniqueOps[k]);
 		}
 	}

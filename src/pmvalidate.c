@@ -40,6 +40,7 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/regproc.h"
+#include "utils/rel.h"
 #include "utils/syscache.h"
 
 #include "pmhash.h"
@@ -99,8 +100,8 @@ pmhash_is_equal_strategy(int strategy)
  * The equality operator of a family for two types, and its strategy
  * number; InvalidOid if the family has none.
  */
-Oid
-pmhash_equality_operator(Oid opfamily, Oid lefttype, Oid righttype, StrategyNumber *strategy)
+static Oid
+equality_in_family(Oid opfamily, Oid lefttype, Oid righttype, StrategyNumber *strategy)
 {
 	Oid			eq;
 
@@ -110,6 +111,23 @@ pmhash_equality_operator(Oid opfamily, Oid lefttype, Oid righttype, StrategyNumb
 		return eq;
 	*strategy = PMHASH_EQUAL_STRATEGY_0_1;
 	return get_opfamily_member(opfamily, lefttype, righttype, *strategy);
+}
+
+/*
+ * The equality operator of a key column of index (counted from 0) on its
+ * operator class's input type, and its strategy number.
+ */
+Oid
+pmhash_column_equality(Relation index, int column, StrategyNumber *strategy)
+{
+	Oid			opfamily = index->rd_opfamily[column];
+	Oid			type = index->rd_opcintype[column];
+	Oid			eq = equality_in_family(opfamily, type, type, strategy);
+
+	if (!OidIsValid(eq))
+		elog(ERROR, "missing equality operator (%u,%u) in operator family %u of index \"%s\"",
+			 type, type, opfamily, RelationGetRelationName(index));
+	return eq;
 }
 
 /* amadjustmembers: refuse operators that are not equality. */

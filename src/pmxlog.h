@@ -25,6 +25,8 @@
 #define XLOG_PMHASH_DELETE		0x20
 #define XLOG_PMHASH_REBUILD		0x30
 #define XLOG_PMHASH_COPY		0x40
+#define XLOG_PMHASH_BUILT		0x50
+#define XLOG_PMHASH_KILL		0x60
 
 typedef struct xl_pmhash_create
 {
@@ -37,6 +39,8 @@ typedef struct xl_pmhash_create
 /* CREATE flags */
 #define XLOG_PMHASH_CREATE_TRANSACTIONAL	0x0001	/* undone if the record's
 													 * transaction aborts */
+#define XLOG_PMHASH_CREATE_BUILDING			0x0002	/* unfinished until a BUILT
+													 * record */
 
 /*
  * INSERT: a batch of entries one backend inserted, each stamped in the file
@@ -69,5 +73,22 @@ typedef struct xl_pmhash_copy
 	RelFileNode from;
 	RelFileNode to;
 } xl_pmhash_copy;
+
+/*
+ * KILL: entries a scan found dead to every transaction, removed from one
+ * shard; encoded as for DELETE after this header.  Hot-standby queries
+ * whose snapshots precede conflict_horizon may still need them.
+ */
+typedef struct xl_pmhash_kill
+{
+	xl_pmhash_entries entries;	/* fill_permille unused */
+	TransactionId conflict_horizon;
+} xl_pmhash_kill;
+
+/* BUILT: a build outside a transaction (CREATE_BUILDING) finished */
+typedef struct xl_pmhash_built
+{
+	RelFileNode node;
+} xl_pmhash_built;
 
 #endif							/* PMXLOG_H */

@@ -169,6 +169,7 @@ typedef struct PmhFileHeader
 /* mutable state bits of the file header */
 #define PMH_STATE_NEEDS_REBUILD	UINT64_C(0x0001)	/* rebuild from the heap on open */
 #define PMH_STATE_REDO_DIRTY	UINT64_C(0x0002)	/* recovery changed it since redo_lsn */
+#define PMH_STATE_BUILDING		UINT64_C(0x0004)	/* a rebuild from the heap has not finished */
 
 _Static_assert(sizeof(PmhTid) == 6, "PmhTid must match ItemPointerData");
 _Static_assert(sizeof(PmhBucket) == PMH_UNIT_SIZE, "bucket must be one unit");
