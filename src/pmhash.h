@@ -160,6 +160,20 @@ typedef struct PmhashLocal
 	RelFileNode node;			/* full identity for WAL records */
 } PmhashLocal;
 
+/*
+ * Entries a scan found dead to every transaction under the one hash code it
+ * probed, and the state of that code's shard before the probe (pmvacuum.c).
+ */
+typedef struct PmhashKilled
+{
+	uint32		code;
+	uint32		share_gen;
+	uint64		removals;
+	ItemPointer tids;			/* sorted */
+	int			ntids;
+	int			maxtids;
+} PmhashKilled;
+
 /* Reads keys of heap tuples as an index computes them (pmkey.c). */
 typedef struct PmhashKeyReader
 {
@@ -323,7 +337,7 @@ extern int	pmhash_tid_cmp(const void *a, const void *b);
 extern void pmhash_check_tid(Relation index, ItemPointer tid);
 extern bool pmhash_insert_entry(Relation index, PmhashLocal *ix, uint32 hash, ItemPointer tid,
 								PmhInsertMode mode, PmhashInsertGate gate, void *gate_arg);
-extern void pmhash_lookup_entries(Relation index, PmhashLocal *ix, Relation heap,
+extern int	pmhash_lookup_entries(Relation index, PmhashLocal *ix, Relation heap,
 								  const uint32 *hashes, int n, ItemPointer *tids, int *ntids,
 								  int *maxtids);
 extern void pmhash_shard_segment(PmhashLocal *ix, uint32 shard, PmhSegment *seg);
@@ -356,7 +370,8 @@ pmhash_fold_hash(uint32 code, uint32 column_hash)
 extern uint32 pmhash_hash_key(Relation index, const Datum *key, const bool *isnull);
 extern void pmhash_key_reader_begin(PmhashKeyReader *kr, Relation heap, Relation index,
 									IndexInfo *info);
-extern bool pmhash_key_read(PmhashKeyReader *kr, ItemPointer tid, Snapshot snapshot, Datum *key);
+extern bool pmhash_key_read(PmhashKeyReader *kr, ItemPointer tid, Snapshot snapshot, Datum *key,
+							bool *all_dead);
 extern bool pmhash_key_read_live(PmhashKeyReader *kr, ItemPointer tid, Datum *key);
 extern bool pmhash_keys_equal(PmhashKeyReader *kr, const Datum *a, const Datum *b);
 extern Datum *pmhash_key_copy(Relation index, const Datum *key);
@@ -372,7 +387,8 @@ extern XLogRecPtr pmhash_log_inserts(const RelFileNode *node, const PmhEntry *en
 								  uint32 count, XLogRecPtr since);
 extern XLogRecPtr pmhash_log_rebuild(const RelFileNode *node, uint32 shard, double fill,
 								  const PmhEntry *entries, uint64 count);
-extern XLogRecPtr pmhash_log_delete(const RelFileNode *node, uint32 shard, PmhEntry *entries,
+extern XLogRecPtr pmhash_log_delete(const RelFileNode *node, uint32 shard, bool kill,
+								 TransactionId conflict_horizon, PmhEntry *entries,
 								 uint64 count);
 extern XLogRecPtr pmhash_log_copy(const RelFileNode *from, const RelFileNode *to);
 extern int	pmhash_entry_tid_cmp(const void *a, const void *b);
@@ -430,6 +446,9 @@ extern void pmhashbuildempty(Relation index);
 extern bool pmhashinsert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
 						 Relation heapRel, IndexUniqueCheck checkUnique,
 						 bool indexUnchanged, IndexInfo *indexInfo);
+extern void pmhash_note_probe(PmhashLocal *ix, uint32 code, PmhashKilled *killed);
+extern void pmhash_add_killed(PmhashKilled *killed, ItemPointer tid);
+extern void pmhash_remove_killed(Relation index, Relation heap, PmhashKilled *killed);
 extern IndexBulkDeleteResult *pmhashbulkdelete(IndexVacuumInfo *info,
 											   IndexBulkDeleteResult *stats,
 											   IndexBulkDeleteCallback callback,

@@ -73,20 +73,23 @@ pmhash_key_reader_begin(PmhashKeyReader *kr, Relation heap, Relation index, Inde
  * Read the key of the tuple an index entry points to into key (room for
  * INDEX_MAX_KEYS): the first tuple of its HOT chain that snapshot accepts.
  * False if there is none, or if a column of its key is NULL (such a key
- * equals no other).  By-reference values stay valid until the next read
- * or release.
+ * equals no other); then *all_dead, if asked for, says whether the whole
+ * chain is dead to every transaction.  By-reference values stay valid
+ * until the next read or release.
  */
 bool
-pmhash_key_read(PmhashKeyReader *kr, ItemPointer tid, Snapshot snapshot, Datum *key)
+pmhash_key_read(PmhashKeyReader *kr, ItemPointer tid, Snapshot snapshot, Datum *key,
+				bool *all_dead)
 {
 	ItemPointerData htid = *tid;
 	bool		call_again = false;
-	bool		all_dead;
 	bool		isnull[INDEX_MAX_KEYS];
 
 	if (kr->estate != NULL)
 		ResetPerTupleExprContext(kr->estate);
-	if (!table_index_fetch_tuple(kr->fetch, &htid, snapshot, kr->slot, &call_again, &all_dead))
+	if (all_dead)
+		*all_dead = false;
+	if (!table_index_fetch_tuple(kr->fetch, &htid, snapshot, kr->slot, &call_again, all_dead))
 		return false;
 	if (kr->estate != NULL)
 		GetPerTupleExprContext(kr->estate)->ecxt_scantuple = kr->slot;
@@ -111,7 +114,7 @@ pmhash_key_read_live(PmhashKeyReader *kr, ItemPointer tid, Datum *key)
 	SnapshotData dirty;
 
 	InitDirtySnapshot(dirty);
-	return pmhash_key_read(kr, tid, &dirty, key);
+	return pmhash_key_read(kr, tid, &dirty, key, NULL);
 }
 
 /* Whether two keys are equal by the operator classes, column by column. */

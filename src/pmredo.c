@@ -29,6 +29,7 @@
 #include "common/relpath.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
+#include "storage/standby.h"
 #include "utils/memutils.h"
 
 #include "pmhash.h"
@@ -39,18 +40,20 @@ static List *unapplied_files = NIL;
 static uint64 records_since_sync = 0;
 
 /*
- * The entries of a DELETE or REBUILD record, decoded into palloc'd memory;
- * NULL (logged) if the record is malformed.
+ * The entries of a DELETE, KILL or REBUILD record, whose header has
+ * header_size bytes, decoded into palloc'd memory; NULL (logged) if the
+ * record is malformed.
  */
 static PmhEntry *
-record_entries(XLogReaderState *record, bool with_hash)
+record_entries(XLogReaderState *record, bool with_hash, size_t header_size)
 {
 	xl_pmhash_entries *xlrec = (xl_pmhash_entries *) XLogRecGetData(record);
 	PmhEntry   *entries = palloc_extended(Max(xlrec->count, 1) * sizeof(PmhEntry),
 										  MCXT_ALLOC_HUGE);
 
-	if (pmh_decode_entries((uint8 *) xlrec + sizeof(xl_pmhash_entries),
-						   XLogRecGetDataLen(record) - sizeof(xl_pmhash_entries),
+	if (XLogRecGetDataLen(record) < header_size ||
+		pmh_decode_entries((uint8 *) xlrec + header_size,
+						   XLogRecGetDataLen(record) - header_size,
 						   xlrec->count, with_hash, entries) != 0)
 	{
 		pfree(entries);
@@ -156,20 +159,33 @@ in_deleted_set(void *arg, PmhTid tid)
 	return bsearch(&key, set->entries, set->count, sizeof(PmhEntry), pmhash_entry_tid_cmp) != NULL;
 }
 
-/* Replay a VACUUM deletion: one pass over the shard, deleting by set. */
+/*
+ * Replay a deletion by VACUUM or, kill true, by a scan (first resolving
+ * the conflicts with hot-standby queries that may still need the rows):
+ * one pass over the shard, deleting by set.
+ */
 static void
-redo_delete(XLogReaderState *record)
+redo_delete(XLogReaderState *record, bool kill)
 {
 	xl_pmhash_entries *xlrec = (xl_pmhash_entries *) XLogRecGetData(record);
-	PmhashLocal   *ix = redo_open(&xlrec->node);
+	PmhashLocal   *ix;
 	PmhashShardState *state;
 	DeletedSet	set;
 	PmhDeleteOps ops = {in_deleted_set, NULL, NULL, &set};
 
+	if (kill && InHotStandby)
+	{
+		TransactionId horizon = ((xl_pmhash_kill *) xlrec)->conflict_horizon;
+
+		if (TransactionIdIsValid(horizon))
+			ResolveRecoveryConflictWithSnapshot(horizon, xlrec->node);
+	}
+	ix = redo_open(&xlrec->node);
 	if (ix == NULL)
 		return;
 	set.count = xlrec->count;
-	set.entries = record_entries(record, false);
+	set.entries = record_entries(record, false,
+								 kill ? sizeof(xl_pmhash_kill) : sizeof(xl_pmhash_entries));
 	if (set.entries == NULL)
 	{
 		pmhash_leave();
@@ -207,7 +223,7 @@ redo_rebuild(XLogReaderState *record)
 
 	if (ix == NULL)
 		return;
-	entries = record_entries(record, true);
+	entries = record_entries(record, true, sizeof(xl_pmhash_entries));
 	state = &ix->share->shards[xlrec->shard];
 	if (entries == NULL)
 	{
@@ -282,7 +298,10 @@ pmhash_redo(XLogReaderState *record)
 			redo_insert(record);
 			break;
 		case XLOG_PMHASH_DELETE:
-			redo_delete(record);
+			redo_delete(record, false);
+			break;
+		case XLOG_PMHASH_KILL:
+			redo_delete(record, true);
 			break;
 		case XLOG_PMHASH_REBUILD:
 			redo_rebuild(record);
@@ -335,12 +354,16 @@ pmhash_desc(StringInfo buf, XLogReaderState *record)
 			}
 		case XLOG_PMHASH_DELETE:
 		case XLOG_PMHASH_REBUILD:
+		case XLOG_PMHASH_KILL:
 			{
 				xl_pmhash_entries *xlrec = (xl_pmhash_entries *) data;
 
 				appendStringInfo(buf, "rel %u/%u/%u; shard %u; entries " UINT64_FORMAT,
 								 xlrec->node.spcNode, xlrec->node.dbNode, xlrec->node.relNode,
 								 xlrec->shard, xlrec->count);
+				if (info == XLOG_PMHASH_KILL)
+					appendStringInfo(buf, "; conflict horizon %u",
+									 ((xl_pmhash_kill *) data)->conflict_horizon);
 				break;
 			}
 		case XLOG_PMHASH_COPY:
@@ -381,6 +404,8 @@ pmhash_identify(uint8 info)
 			return "COPY";
 		case XLOG_PMHASH_BUILT:
 			return "BUILT";
+		case XLOG_PMHASH_KILL:
+			return "KILL";
 	}
 	return NULL;
 }

@@ -74,6 +74,8 @@ typedef struct PmhScanOpaqueData
 	bool		reading_keys;	/* reader begun */
 	PmhashKeyReader reader;
 	Relation	heap;			/* opened for a bitmap scan's reader, else NULL */
+	bool		can_kill;		/* an index scan of one code, no unverified TIDs */
+	PmhashKilled killed;		/* of its TIDs, those found dead to everyone */
 } PmhScanOpaqueData;
 
 typedef PmhScanOpaqueData *PmhScanOpaque;
@@ -97,6 +99,19 @@ pmhashbeginscan(Relation index, int nkeys, int norderbys)
 	return scan;
 }
 
+/*
+ * Remove the entries of the rows the last probe's caller found dead to
+ * every transaction, if any.
+ */
+static void
+remove_killed(IndexScanDesc scan)
+{
+	PmhScanOpaque so = (PmhScanOpaque) scan->opaque;
+
+	if (so->killed.ntids > 0)
+		pmhash_remove_killed(scan->indexRelation, scan->heapRelation, &so->killed);
+}
+
 /* amrescan */
 void
 pmhashrescan(IndexScanDesc scan, ScanKey keys, int nkeys pg_attribute_unused(),
@@ -104,6 +119,7 @@ pmhashrescan(IndexScanDesc scan, ScanKey keys, int nkeys pg_attribute_unused(),
 {
 	PmhScanOpaque so = (PmhScanOpaque) scan->opaque;
 
+	remove_killed(scan);
 	if (keys && scan->numberOfKeys > 0)
 		memmove(scan->keyData, keys, scan->numberOfKeys * sizeof(ScanKeyData));
 	so->searched = false;
@@ -259,7 +275,7 @@ key_in_elements(IndexScanDesc scan, ItemPointer tid, const ArrayElement *element
 	int			lo = 0;
 	int			hi = n;
 
-	if (!pmhash_key_read(&so->reader, tid, scan->xs_snapshot, row_key))
+	if (!pmhash_key_read(&so->reader, tid, scan->xs_snapshot, row_key, NULL))
 		return false;
 	hash = pmhash_hash_key(scan->indexRelation, row_key, NULL);
 	while (lo < hi)
@@ -480,6 +496,7 @@ search(IndexScanDesc scan)
 	memset(nelements, 0, nkeys * sizeof(int));
 	so->searched = true;
 	so->exact = false;
+	so->can_kill = false;
 	so->ntids = 0;
 	so->next = 0;
 	pgstat_count_index_scan(index);
@@ -523,11 +540,17 @@ search(IndexScanDesc scan)
 	else if (ncodes > 0)
 	{
 		PmhashLocal *ix = pmhash_open(index, NULL);
+		bool		may_kill = ncodes == 1 && scan->heapRelation != NULL;
+		int			unverified;
 
 		lock_predicates(scan, ix, codes, ncodes);
-		pmhash_lookup_entries(index, ix, scan->heapRelation, codes, ncodes,
-							  &so->tids, &so->ntids, &so->maxtids);
+		if (may_kill)
+			pmhash_note_probe(ix, codes[0], &so->killed);
+		unverified = pmhash_lookup_entries(index, ix, scan->heapRelation, codes, ncodes,
+										   &so->tids, &so->ntids, &so->maxtids);
 		pmhash_leave();
+		/* the heap's check of a phantom's TID would fail (src/README) */
+		so->can_kill = may_kill && unverified == 0;
 	}
 	sort_unique_tids(so);
 	/* only an array condition on an index of one column can be exact */
@@ -581,6 +604,8 @@ pmhashgettuple(IndexScanDesc scan, ScanDirection dir pg_attribute_unused())
 
 	if (!so->searched)
 		search(scan);
+	else if (scan->kill_prior_tuple && so->can_kill)
+		pmhash_add_killed(&so->killed, &so->tids[so->next - 1]);
 	while (so->next < so->ntids)
 	{
 		ItemPointer tid = &so->tids[so->next++];
@@ -591,6 +616,7 @@ pmhashgettuple(IndexScanDesc scan, ScanDirection dir pg_attribute_unused())
 		scan->xs_recheck = !so->exact;
 		return true;
 	}
+	remove_killed(scan);
 	return false;
 }
 
@@ -612,6 +638,9 @@ pmhashendscan(IndexScanDesc scan)
 {
 	PmhScanOpaque so = (PmhScanOpaque) scan->opaque;
 
+	remove_killed(scan);
+	if (so->killed.tids)
+		pfree(so->killed.tids);
 	if (so->reading_keys)
 		pmhash_key_reader_end(&so->reader);
 	if (so->heap != NULL)

@@ -357,9 +357,9 @@ lookup_batch(Relation index, PmhashLocal *ix, const uint32 *hashes, int m, TidCo
  * more than once), without taking a lock unless a bucket keeps changing
  * under the probe.  Unverified TIDs past the end of heap (given for plain
  * index scans) are left out: they are phantoms of a crash that would make
- * the heap fetch fail.
+ * the heap fetch fail.  Returns the number of unverified TIDs collected.
  */
-void
+int
 pmhash_lookup_entries(Relation index, PmhashLocal *ix, Relation heap, const uint32 *hashes,
 					  int n, ItemPointer *tids, int *ntids, int *maxtids)
 {
@@ -386,4 +386,5 @@ pmhash_lookup_entries(Relation index, PmhashLocal *ix, Relation heap, const uint
 	*tids = c.tids;
 	*ntids = c.ntids;
 	*maxtids = c.maxtids;
+	return c.nunverified;
 }

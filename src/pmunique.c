@@ -9,7 +9,9 @@
  * compared with the operator class's equality operator, with btree's
  * visibility rules.  Candidates are checked without the shard lock; the
  * entry goes in under the shard lock only if the candidates found there
- * then are the ones checked (src/README, Unique indexes).
+ * then are the ones checked (src/README, Unique indexes).  Candidates
+ * whose rows are dead to every transaction are removed after the insert,
+ * as an index scan removes them (src/README, Dead entries).
  *
  * Copyright (c) 2026, pmhash developers
  *
@@ -47,6 +49,7 @@ typedef struct UniqueCheck
 	bool		have_baseline;	/* share_gen and removals hold since the first check */
 	uint32		share_gen;
 	uint64		removals;
+	PmhashKilled killed;		/* checked candidates dead to everyone, since then */
 	bool		admit_all;		/* insert whatever the gate finds */
 	bool		corrupt;		/* the gate's lookup failed its checksums */
 	uint32		shard;
@@ -87,6 +90,7 @@ forget_checked(UniqueCheck *uc)
 {
 	uc->checked[0].n = uc->checked[1].n = 0;
 	uc->have_baseline = false;
+	uc->killed.ntids = 0;
 }
 
 /* Lookup sink of the gate: keep the candidates not checked yet. */
@@ -135,6 +139,10 @@ admit_unique(void *arg, const PmhSegment *seg, const PmhashShardState *state, ui
 		uc->have_baseline = true;
 		uc->share_gen = share_gen;
 		uc->removals = state->removals;
+		uc->killed.code = uc->hash;
+		uc->killed.share_gen = share_gen;
+		uc->killed.removals = state->removals;
+		uc->killed.ntids = 0;
 	}
 	return false;
 }
@@ -142,17 +150,18 @@ admit_unique(void *arg, const PmhSegment *seg, const PmhashShardState *state, ui
 /*
  * Check one candidate against the key being inserted, as btree's
  * _bt_check_unique does: its tuple, if live or in a running transaction's
- * hands (SnapshotDirty), conflicts when its key is equal.
+ * hands (SnapshotDirty), conflicts when its key is equal.  *all_dead says
+ * whether its whole chain is dead to every transaction.
  */
 static Verdict
 check_candidate(PmhashKeyReader *kr, ItemPointer tid, const Datum *key, TransactionId *xwait,
-				uint32 *token)
+				uint32 *token, bool *all_dead)
 {
 	SnapshotData dirty;
 	Datum		other[INDEX_MAX_KEYS];
 
 	InitDirtySnapshot(dirty);
-	if (!pmhash_key_read(kr, tid, &dirty, other) || !pmhash_keys_equal(kr, key, other))
+	if (!pmhash_key_read(kr, tid, &dirty, other, all_dead) || !pmhash_keys_equal(kr, key, other))
 		return NO_CONFLICT;
 	*xwait = TransactionIdIsValid(dirty.xmin) ? dirty.xmin : dirty.xmax;
 	*token = dirty.speculativeToken;
@@ -179,17 +188,21 @@ check_fresh(UniqueCheck *uc, PmhashKeyReader *kr, const Datum *key, TransactionI
 		for (int i = 0; i < uc->fresh[u].n; i++)
 		{
 			ItemPointer tid = &uc->fresh[u].tids[i];
+			bool		all_dead = false;
 
 			CHECK_FOR_INTERRUPTS();
 			if (!ItemPointerEquals(tid, &uc->self) &&
 				!(u == 1 && ItemPointerGetBlockNumberNoCheck(tid) >= nblocks))
-				verdict = check_candidate(kr, tid, key, xwait, token);
+				verdict = check_candidate(kr, tid, key, xwait, token, &all_dead);
 			if (verdict != NO_CONFLICT)
 			{
 				*where = *tid;
 				break;
 			}
 			tidset_add(&uc->checked[u], tid);
+			/* not a phantom's (src/README, Dead entries) */
+			if (all_dead && u == 0)
+				pmhash_add_killed(&uc->killed, tid);
 		}
 	}
 	for (int u = 0; u < 2; u++)
@@ -293,6 +306,13 @@ pmhash_insert_unique(Relation index, Relation heap, IndexInfo *info, uint32 hash
 	}
 	if (reading)
 		pmhash_key_reader_end(&kr);
+	if (uc.killed.ntids > 0)
+	{
+		qsort(uc.killed.tids, uc.killed.ntids, sizeof(ItemPointerData), pmhash_tid_cmp);
+		pmhash_remove_killed(index, heap, &uc.killed);
+	}
+	if (uc.killed.tids)
+		pfree(uc.killed.tids);
 	for (int u = 0; u < 2; u++)
 	{
 		if (uc.fresh[u].tids)

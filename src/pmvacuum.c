@@ -13,6 +13,10 @@
  * gives its segment back.  Everything is durable before ambulkdelete
  * returns, because the heap reuses the dead TIDs right after.
  *
+ * Between VACUUMs, index scans remove the entries of rows they find dead
+ * to every transaction (kill_prior_tuple), once the heap confirms it
+ * (src/README, Dead entries).
+ *
  * Copyright (c) 2026, pmhash developers
  *
  * IDENTIFICATION
@@ -23,6 +27,7 @@
 #include "postgres.h"
 
 #include "access/table.h"
+#include "access/tableam.h"
 #include "access/xlog.h"
 #include "catalog/index.h"
 #include "commands/vacuum.h"
@@ -42,7 +47,12 @@ typedef struct VacuumState
 	PmhEntry   *removed;		/* removed entries of the shard, for WAL */
 	uint64		nremoved;
 	uint64		maxremoved;
+	ItemPointer killed;			/* a scan's confirmed dead TIDs, sorted */
+	int			nkilled;
 } VacuumState;
+
+/* TIDs confirmed dead by the heap in one call (TM_IndexDelete.id is int16) */
+#define CONFIRM_BATCH		1024
 
 /* Core callback: whether VACUUM reports a TID dead. */
 static int
@@ -53,6 +63,17 @@ tid_is_dead(void *arg, PmhTid tid)
 
 	memcpy(&ip, &tid, sizeof(ItemPointerData));
 	return vs->callback(&ip, vs->callback_state);
+}
+
+/* Core callback: whether a TID is among those a scan found dead. */
+static int
+tid_is_killed(void *arg, PmhTid tid)
+{
+	VacuumState *vs = arg;
+	ItemPointerData ip;
+
+	memcpy(&ip, &tid, sizeof(ItemPointerData));
+	return bsearch(&ip, vs->killed, vs->nkilled, sizeof(ItemPointerData), pmhash_tid_cmp) != NULL;
 }
 
 /* Core callback: whether an unverified TID points at nothing in the heap. */
@@ -133,9 +154,14 @@ vacuum_shard(PmhashLocal *ix, uint32 shard, VacuumState *vs)
 		st = pmh_bulk_delete(&seg, &ops, ix->logged ? GetXLogInsertRecPtr() : 0,
 							 &ix->persist, &state->counts, &removed);
 		if (removed > 0)
+		{
+			/* a probe that sees the new count sees the removal */
+			pg_write_barrier();
 			state->removals++;
+		}
 		if (vs->nremoved > 0)
-			pmhash_log_delete(&ix->node, shard, vs->removed, vs->nremoved);
+			pmhash_log_delete(&ix->node, shard, false, InvalidTransactionId, vs->removed,
+							  vs->nremoved);
 		if (st == PMH_OK &&
 			(state->counts.entries == 0 || pmh_needs_shrink(&state->counts, &seg)))
 		{
@@ -187,6 +213,148 @@ vacuum_shards(Relation index, IndexBulkDeleteCallback callback, void *callback_s
 	if (vs.removed)
 		pfree(vs.removed);
 	return removed;
+}
+
+/*
+ * Record, before a scan probes one hash code, the state of its shard that
+ * the removal of entries the scan finds dead depends on.
+ */
+void
+pmhash_note_probe(PmhashLocal *ix, uint32 code, PmhashKilled *killed)
+{
+	const volatile PmhashShardState *state =
+		&ix->share->shards[pmh_shard_of(code, ix->table.shard_bits)];
+
+	killed->code = code;
+	killed->share_gen = ix->share_gen;
+	killed->removals = state->removals;
+	killed->ntids = 0;
+	/* the probe must not see the shard older than this count */
+	pg_read_barrier();
+}
+
+/* Add a TID whose row is dead to every transaction. */
+void
+pmhash_add_killed(PmhashKilled *killed, ItemPointer tid)
+{
+	if (killed->ntids == killed->maxtids)
+	{
+		killed->maxtids = Max(64, killed->maxtids * 2);
+		killed->tids = killed->tids ?
+			repalloc_huge(killed->tids, (Size) killed->maxtids * sizeof(ItemPointerData)) :
+			palloc(killed->maxtids * sizeof(ItemPointerData));
+	}
+	killed->tids[killed->ntids++] = *tid;
+}
+
+/*
+ * Keep, of n TIDs (sorted, at most CONFIRM_BATCH), those whose whole HOT
+ * chain the heap finds dead to every transaction, sorted; returns their
+ * number, and advances *horizon to the newest transaction that deleted one
+ * of them.
+ */
+static int
+confirm_dead(Relation index, Relation heap, BlockNumber block, ItemPointer tids, int n,
+			 TransactionId *horizon)
+{
+	TM_IndexDeleteOp delstate;
+	TransactionId newest;
+	int			kept = 0;
+
+	delstate.irel = index;
+	delstate.iblknum = block;
+	delstate.bottomup = false;
+	delstate.bottomupfreespace = 0;
+	delstate.ndeltids = n;
+	delstate.deltids = palloc(n * sizeof(TM_IndexDelete));
+	delstate.status = palloc(n * sizeof(TM_IndexStatus));
+	for (int i = 0; i < n; i++)
+	{
+		delstate.deltids[i].tid = tids[i];
+		delstate.deltids[i].id = i;
+		delstate.status[i].idxoffnum = i % MaxOffsetNumber + 1;
+		delstate.status[i].knowndeletable = false;
+		delstate.status[i].promising = false;
+		delstate.status[i].freespace = 0;
+	}
+	newest = table_index_delete_tuples(heap, &delstate);
+	if (TransactionIdIsValid(newest) &&
+		(!TransactionIdIsValid(*horizon) || TransactionIdFollows(newest, *horizon)))
+		*horizon = newest;
+	/* deltids come back sorted by TID */
+	for (int i = 0; i < delstate.ndeltids; i++)
+	{
+		if (delstate.status[delstate.deltids[i].id].knowndeletable)
+			tids[kept++] = delstate.deltids[i].tid;
+	}
+	pfree(delstate.deltids);
+	pfree(delstate.status);
+	return kept;
+}
+
+/*
+ * Remove the entries whose rows a scan found dead to every transaction
+ * (kill_prior_tuple), all under the hash code it probed, and log them with
+ * the conflict horizon of hot-standby queries.  Nothing is removed if the
+ * shard lost entries since the probe (to VACUUM or another scan) or the
+ * file was attached again: a TID could since have been reused by a new
+ * row.  Under the shard's writer lock, the heap confirms each row dead;
+ * VACUUM cannot meanwhile free a line pointer whose entry is still there.
+ */
+void
+pmhash_remove_killed(Relation index, Relation heap, PmhashKilled *killed)
+{
+	PmhashLocal *ix = pmhash_open(index, NULL);
+	uint32		shard = pmh_shard_of(killed->code, ix->table.shard_bits);
+	PmhashShardState *state = &ix->share->shards[shard];
+	LWLock	   *lock = pmhash_shard_lock(ix->share, shard);
+	PmhDeleteOps ops = {tid_is_killed, NULL, ix->logged ? note_removed : NULL, NULL};
+	TransactionId horizon = InvalidTransactionId;
+	VacuumState vs;
+	PmhSegment	seg;
+	PmhStatus	st = PMH_OK;
+	uint64		removed = 0;
+
+	memset(&vs, 0, sizeof(vs));
+	vs.index = index;
+	vs.killed = killed->tids;
+	ops.arg = &vs;
+	LWLockAcquire(lock, LW_EXCLUSIVE);
+	pmhash_shard_segment(ix, shard, &seg);
+	if (ix->share_gen == killed->share_gen && state->removals == killed->removals &&
+		seg.unit != 0)
+	{
+		for (int done = 0; done < killed->ntids; done += CONFIRM_BATCH)
+		{
+			int			n = Min(CONFIRM_BATCH, killed->ntids - done);
+
+			/* confirmed TIDs move down to the front, still sorted */
+			n = confirm_dead(index, heap, pmhash_predicate_block(ix, killed->code),
+							 killed->tids + done, n, &horizon);
+			memmove(killed->tids + vs.nkilled, killed->tids + done, n * sizeof(ItemPointerData));
+			vs.nkilled += n;
+		}
+	}
+	if (vs.nkilled > 0)
+	{
+		st = pmh_bulk_delete(&seg, &ops, ix->logged ? GetXLogInsertRecPtr() : 0,
+							 &ix->persist, &state->counts, &removed);
+		if (removed > 0)
+		{
+			/* a probe that sees the new count sees the removal */
+			pg_write_barrier();
+			state->removals++;
+		}
+		if (vs.nremoved > 0)
+			pmhash_log_delete(&ix->node, shard, true, horizon, vs.removed, vs.nremoved);
+	}
+	LWLockRelease(lock);
+	pmhash_leave();
+	killed->ntids = 0;
+	if (vs.removed)
+		pfree(vs.removed);
+	if (st == PMH_CORRUPT)
+		pmhash_raise_shard_damaged(RelationGetRelationName(index), shard);
 }
 
 /* ambulkdelete */

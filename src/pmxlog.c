@@ -81,26 +81,31 @@ pmhash_entry_tid_cmp(const void *a, const void *b)
 	return pmh_tid_cmp(((const PmhEntry *) a)->tid, ((const PmhEntry *) b)->tid);
 }
 
-/* Log a shard's entries, compactly encoded, as a DELETE or REBUILD record. */
+/*
+ * Log a shard's entries, compactly encoded, as a REBUILD (with their hash
+ * codes), DELETE or KILL record; a KILL's header carries conflict_horizon.
+ */
 static XLogRecPtr
-log_entries(const RelFileNode *node, bool rebuild, uint32 shard, double fill,
-			const PmhEntry *entries, uint64 count)
+log_entries(const RelFileNode *node, uint8 info, uint32 shard, double fill,
+			TransactionId conflict_horizon, const PmhEntry *entries, uint64 count)
 {
-	xl_pmhash_entries xlrec;
+	xl_pmhash_kill xlrec;
 	uint8	   *encoded = palloc_extended(pmh_encoded_max(count), MCXT_ALLOC_HUGE);
 	size_t		len;
 	XLogRecPtr	lsn;
 
-	len = pmh_encode_entries(entries, count, rebuild, encoded);
-	xlrec.node = *node;
-	xlrec.shard = shard;
-	xlrec.fill_permille = (uint32) (fill * 1000);
-	xlrec.count = count;
+	len = pmh_encode_entries(entries, count, info == XLOG_PMHASH_REBUILD, encoded);
+	xlrec.entries.node = *node;
+	xlrec.entries.shard = shard;
+	xlrec.entries.fill_permille = (uint32) (fill * 1000);
+	xlrec.entries.count = count;
+	xlrec.conflict_horizon = conflict_horizon;
 	XLogBeginInsert();
-	XLogRegisterData((char *) &xlrec, sizeof(xlrec));
+	XLogRegisterData((char *) &xlrec,
+					 info == XLOG_PMHASH_KILL ? sizeof(xl_pmhash_kill) : sizeof(xl_pmhash_entries));
 	if (len > 0)
 		XLogRegisterData((char *) encoded, len);
-	lsn = XLogInsert(RM_PMHASH_ID, rebuild ? XLOG_PMHASH_REBUILD : XLOG_PMHASH_DELETE);
+	lsn = XLogInsert(RM_PMHASH_ID, info);
 	pfree(encoded);
 	return lsn;
 }
@@ -110,15 +115,22 @@ XLogRecPtr
 pmhash_log_rebuild(const RelFileNode *node, uint32 shard, double fill,
 				const PmhEntry *entries, uint64 count)
 {
-	return log_entries(node, true, shard, fill, entries, count);
+	return log_entries(node, XLOG_PMHASH_REBUILD, shard, fill, InvalidTransactionId,
+					   entries, count);
 }
 
-/* Log the entries VACUUM deleted from a shard (sorted here by TID). */
+/*
+ * Log the entries VACUUM deleted from a shard (kill false), or those a
+ * scan found dead to every transaction (kill true, with the conflict
+ * horizon of hot-standby queries); sorted here by TID.
+ */
 XLogRecPtr
-pmhash_log_delete(const RelFileNode *node, uint32 shard, PmhEntry *entries, uint64 count)
+pmhash_log_delete(const RelFileNode *node, uint32 shard, bool kill, TransactionId conflict_horizon,
+				  PmhEntry *entries, uint64 count)
 {
 	qsort(entries, count, sizeof(PmhEntry), pmhash_entry_tid_cmp);
-	return log_entries(node, false, shard, 0, entries, count);
+	return log_entries(node, kill ? XLOG_PMHASH_KILL : XLOG_PMHASH_DELETE, shard, 0,
+					   conflict_horizon, entries, count);
 }
 
 /* Log that an index file was copied to a new relfilenode. */

@@ -26,6 +26,7 @@
 #define XLOG_PMHASH_REBUILD		0x30
 #define XLOG_PMHASH_COPY		0x40
 #define XLOG_PMHASH_BUILT		0x50
+#define XLOG_PMHASH_KILL		0x60
 
 typedef struct xl_pmhash_create
 {
@@ -72,6 +73,17 @@ typedef struct xl_pmhash_copy
 	RelFileNode from;
 	RelFileNode to;
 } xl_pmhash_copy;
+
+/*
+ * KILL: entries a scan found dead to every transaction, removed from one
+ * shard; encoded as for DELETE after this header.  Hot-standby queries
+ * whose snapshots precede conflict_horizon may still need them.
+ */
+typedef struct xl_pmhash_kill
+{
+	xl_pmhash_entries entries;	/* fill_permille unused */
+	TransactionId conflict_horizon;
+} xl_pmhash_kill;
 
 /* BUILT: a build outside a transaction (CREATE_BUILDING) finished */
 typedef struct xl_pmhash_built

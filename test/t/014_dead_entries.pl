@@ -1,0 +1,102 @@
+# Dead entries removed by index scans, replayed on a hot standby.
+#
+# An index scan on the primary removes the entries of rows it finds dead to
+# every transaction and logs them (KILL) with the newest transaction that
+# deleted one of them.  A standby query whose snapshot still sees those
+# rows must not go on without them: replay of KILL cancels it first (a
+# conflict with recovery, max_standby_streaming_delay = 0), as replay of
+# hash's VACUUM_ONE_PAGE does.  The heap pages hold 5 rows each and keep
+# enough free space that the primary never prunes them, so the KILL record
+# is the only one that can raise the conflict.  Then the standby's index
+# holds what the primary's does, and its scans agree with a seqscan.
+use strict;
+use warnings;
+
+use FindBin;
+use lib $FindBin::RealBin;
+use IPC::Run ();
+use PmhashRecovery;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $ROWS = 1000;
+my $KEYS = 50;
+my $KEY = 7;
+my $PER_KEY = $ROWS / $KEYS;
+
+my $primary = new_node('primary', init => { allows_streaming => 1 });
+start_node($primary);
+$primary->safe_psql('postgres', <<"EOS");
+CREATE EXTENSION pmhash;
+CREATE TABLE dk (id int, k int8, pad text) WITH (autovacuum_enabled = off);
+INSERT INTO dk SELECT g, g % $KEYS, repeat('x', 1352) FROM generate_series(1, $ROWS) g;
+CREATE INDEX dk_k ON dk USING pmhash (k);
+EOS
+is($primary->safe_psql('postgres', "SELECT count(DISTINCT (ctid::text::point)[0]) FROM dk"),
+	$ROWS / 5, 'the heap holds 5 rows per page');
+
+$primary->backup('base');
+my $standby = new_node_from_backup('standby', $primary, 'base',
+	restore => { has_streaming => 1 },
+	conf => "max_standby_streaming_delay = 0\n");
+start_node($standby);
+$primary->wait_for_catchup($standby);
+
+# a standby query holding a snapshot that sees the rows of k = 7
+my $index_count = "SET enable_seqscan = off; SET enable_bitmapscan = off; "
+  . "SELECT count(*) FROM dk WHERE k = $KEY;";
+my ($out, $err) = ('', '');
+my $reader = IPC::Run::start(
+	[ 'psql', '-X', '-At', '-d', $standby->connstr('postgres'), '-c',
+		"BEGIN ISOLATION LEVEL REPEATABLE READ; $index_count SELECT pg_sleep(60); "
+		  . "$index_count COMMIT;" ],
+	'>', \$out, '2>', \$err);
+ok( wait_until(30,
+		sub {
+			$standby->safe_psql('postgres',
+				"SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(60)%' "
+				  . "AND wait_event = 'PgSleep'") eq '1';
+		}),
+	'the standby query holds its snapshot');
+
+# the primary deletes the rows, and an index scan removes their entries
+$primary->safe_psql('postgres', "DELETE FROM dk WHERE k = $KEY");
+is($primary->safe_psql('postgres', $index_count), '0', 'the primary finds no row of the key');
+is($primary->safe_psql('postgres', "SELECT entries FROM pmhash_stats('dk_k')"),
+	$ROWS - $PER_KEY, "the primary's scan removed the $PER_KEY dead entries");
+$primary->wait_for_catchup($standby);
+$reader->finish;
+my @counts = $out =~ /^(\d+)$/mg;
+is($counts[0], $PER_KEY, "the standby query saw the $PER_KEY rows first");
+like($err, qr/canceling statement due to conflict with recovery/,
+	'replay of the removal canceled the standby query that could still see the rows');
+is(join(' ', grep { $_ ne $PER_KEY } @counts), '',
+	'the standby query never saw the rows vanish from its snapshot');
+cmp_ok($standby->safe_psql('postgres',
+		"SELECT confl_snapshot FROM pg_stat_database_conflicts WHERE datname = 'postgres'"),
+	'>=', 1, 'the standby counts a snapshot conflict');
+
+# the standby's index now matches the primary's
+is($standby->safe_psql('postgres', "SELECT entries FROM pmhash_stats('dk_k')"),
+	$ROWS - $PER_KEY, 'the standby replayed the removal');
+my $sql = <<"EOQ";
+SELECT md5(string_agg(g || ':' || c, ' ' ORDER BY g))
+FROM generate_series(0, $KEYS - 1) g, LATERAL (SELECT count(*) AS c FROM dk WHERE k = g) x
+EOQ
+my $seq = $standby->safe_psql('postgres',
+	"SET enable_indexscan = off; SET enable_bitmapscan = off; $sql");
+for my $kind ([ 'index', 'SET enable_seqscan = off; SET enable_bitmapscan = off;' ],
+	[ 'bitmap', 'SET enable_seqscan = off; SET enable_indexscan = off;' ])
+{
+	is($standby->safe_psql('postgres', "$kind->[1] $sql"), $seq,
+		"standby: $kind->[0] scans of every key agree with a seqscan");
+	is($primary->safe_psql('postgres', "$kind->[1] $sql"), $seq,
+		"primary: $kind->[0] scans of every key agree with the standby's seqscan");
+}
+is($standby->safe_psql('postgres', "SELECT pmhash_verify('dk_k')"),
+	$ROWS - $PER_KEY, 'pmhash_verify passes on the standby');
+
+$standby->stop;
+$primary->stop;
+done_testing();
