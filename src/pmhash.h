@@ -169,7 +169,7 @@ typedef struct PmhashKilled
 	uint32		code;
 	uint32		share_gen;
 	uint64		removals;
-	ItemPointer tids;			/* sorted */
+	ItemPointer tids;			/* in any order, repeats allowed */
 	int			ntids;
 	int			maxtids;
 } PmhashKilled;

@@ -307,10 +307,7 @@ pmhash_insert_unique(Relation index, Relation heap, IndexInfo *info, uint32 hash
 	if (reading)
 		pmhash_key_reader_end(&kr);
 	if (uc.killed.ntids > 0)
-	{
-		qsort(uc.killed.tids, uc.killed.ntids, sizeof(ItemPointerData), pmhash_tid_cmp);
 		pmhash_remove_killed(index, heap, &uc.killed);
-	}
 	if (uc.killed.tids)
 		pfree(uc.killed.tids);
 	for (int u = 0; u < 2; u++)

@@ -31,8 +31,10 @@
 #include "access/xlog.h"
 #include "catalog/index.h"
 #include "commands/vacuum.h"
+#include "lib/qunique.h"
 #include "storage/bufmgr.h"
 #include "storage/bufpage.h"
+#include "storage/lmgr.h"
 #include "utils/rel.h"
 
 #include "pmhash.h"
@@ -300,21 +302,40 @@ confirm_dead(Relation index, Relation heap, BlockNumber block, ItemPointer tids,
  * file was attached again: a TID could since have been reused by a new
  * row.  Under the shard's writer lock, the heap confirms each row dead;
  * VACUUM cannot meanwhile free a line pointer whose entry is still there.
+ * The removal writes the index, so it takes the writers' lock on it for
+ * its duration, and skips (leaving the entries to VACUUM) rather than wait
+ * for a holder of a conflicting one: pmhash_verify walks the whole file
+ * without shard locks under a ShareLock.
  */
 void
 pmhash_remove_killed(Relation index, Relation heap, PmhashKilled *killed)
 {
-	PmhashLocal *ix = pmhash_open(index, NULL);
-	uint32		shard = pmh_shard_of(killed->code, ix->table.shard_bits);
-	PmhashShardState *state = &ix->share->shards[shard];
-	LWLock	   *lock = pmhash_shard_lock(ix->share, shard);
-	PmhDeleteOps ops = {tid_is_killed, NULL, ix->logged ? note_removed : NULL, NULL};
+	PmhashLocal *ix;
+	uint32		shard;
+	PmhashShardState *state;
+	LWLock	   *lock;
+	PmhDeleteOps ops = {tid_is_killed, NULL, NULL, NULL};
 	TransactionId horizon = InvalidTransactionId;
 	VacuumState vs;
 	PmhSegment	seg;
 	PmhStatus	st = PMH_OK;
 	uint64		removed = 0;
 
+	if (!ConditionalLockRelation(index, RowExclusiveLock))
+	{
+		killed->ntids = 0;
+		return;
+	}
+	/* a scan that turned back may have reported a TID twice */
+	qsort(killed->tids, killed->ntids, sizeof(ItemPointerData), pmhash_tid_cmp);
+	killed->ntids = qunique(killed->tids, killed->ntids, sizeof(ItemPointerData),
+							pmhash_tid_cmp);
+	ix = pmhash_open(index, NULL);
+	shard = pmh_shard_of(killed->code, ix->table.shard_bits);
+	state = &ix->share->shards[shard];
+	lock = pmhash_shard_lock(ix->share, shard);
+	if (ix->logged)
+		ops.removed = note_removed;
 	memset(&vs, 0, sizeof(vs));
 	vs.index = index;
 	vs.killed = killed->tids;
@@ -350,6 +371,7 @@ pmhash_remove_killed(Relation index, Relation heap, PmhashKilled *killed)
 	}
 	LWLockRelease(lock);
 	pmhash_leave();
+	UnlockRelation(index, RowExclusiveLock);
 	killed->ntids = 0;
 	if (vs.removed)
 		pfree(vs.removed);

@@ -562,8 +562,10 @@ posting_delete(const PmhSegment *seg, PmhPosting *blk, const PmhDeleteOps *ops, 
 /*
  * Delete every entry the callbacks condemn, with one commit store per
  * changed bucket or posting block and one fence at the end.  *removed gets
- * the number deleted, *remaining what is left.  PMH_CORRUPT if a bucket or
- * posting block disagreed with its checksum: it was left unchanged.
+ * the number deleted, *remaining what is left (stored at the end, so that a
+ * reader of the counters without the shard lock never sees a partial
+ * count).  PMH_CORRUPT if a bucket or posting block disagreed with its
+ * checksum: it was left unchanged.
  */
 PmhStatus
 pmh_bulk_delete(const PmhSegment *seg, const PmhDeleteOps *ops, uint64_t lsn,
@@ -573,9 +575,9 @@ pmh_bulk_delete(const PmhSegment *seg, const PmhDeleteOps *ops, uint64_t lsn,
 	PmhPosting *first = NULL;
 	uint32_t	head = 0;
 	int			damaged = 0;
+	PmhCounts	left = {0, 0, 0, 0};
 
 	*removed = 0;
-	remaining->entries = remaining->slots = remaining->unverified = remaining->max_lsn = 0;
 	for (uint32_t j = 0; j < nposting; j++)
 	{
 		PmhPosting *blk = pmh_posting(seg, (uint64_t) seg->nbuckets + 1 + j);
@@ -586,16 +588,16 @@ pmh_bulk_delete(const PmhSegment *seg, const PmhDeleteOps *ops, uint64_t lsn,
 			head = j;
 			first = blk;
 		}
-		gone = posting_delete(seg, blk, ops, lsn, persist, remaining, &damaged);
+		gone = posting_delete(seg, blk, ops, lsn, persist, &left, &damaged);
 		/* let appends reuse the freed slots */
 		if (gone && j - head < first->cursor)
 			first->cursor = (uint16_t) (j - head);
 		*removed += gone;
 	}
 	for (uint32_t b = 0; b < seg->nbuckets; b++)
-		*removed += bucket_delete(seg, pmh_bucket(seg, b), ops, lsn, persist, remaining,
-								  &damaged);
+		*removed += bucket_delete(seg, pmh_bucket(seg, b), ops, lsn, persist, &left, &damaged);
 	pmh_drain(persist);
+	*remaining = left;
 	return damaged ? PMH_CORRUPT : PMH_OK;
 }
 
