@@ -225,7 +225,7 @@ pmhash_handler(PG_FUNCTION_ARGS)
 	amroutine->amoptsprocnum = 0;
 	amroutine->amcanorder = false;
 	amroutine->amcanorderbyop = false;
-	amroutine->amcanbackward = false;
+	amroutine->amcanbackward = true;
 	amroutine->amcanunique = true;
 	amroutine->amcanmulticol = true;
 	amroutine->amoptionalkey = false;

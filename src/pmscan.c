@@ -65,7 +65,8 @@ typedef struct PmhScanOpaqueData
 	ItemPointer tids;
 	int			ntids;
 	int			maxtids;
-	int			next;
+	int			pos;			/* TID returned last: -1 before the first,
+								 * ntids after the last */
 	bool		searched;
 	bool		exact;			/* every TID's key was compared: no recheck */
 	Oid		   *cross_type;		/* per key column: type whose hash function */
@@ -124,7 +125,7 @@ pmhashrescan(IndexScanDesc scan, ScanKey keys, int nkeys pg_attribute_unused(),
 		memmove(scan->keyData, keys, scan->numberOfKeys * sizeof(ScanKeyData));
 	so->searched = false;
 	so->ntids = 0;
-	so->next = 0;
+	so->pos = -1;
 }
 
 /*
@@ -498,7 +499,7 @@ search(IndexScanDesc scan)
 	so->exact = false;
 	so->can_kill = false;
 	so->ntids = 0;
-	so->next = 0;
+	so->pos = -1;
 	pgstat_count_index_scan(index);
 	/* "= NULL", "= ANY(NULL)" and "= ANY('{}')" match nothing */
 	for (int i = 0; i < scan->numberOfKeys; i++)
@@ -596,19 +597,28 @@ key_matches(IndexScanDesc scan, ItemPointer tid)
 	return true;
 }
 
-/* amgettuple */
+/*
+ * amgettuple: the probe's TIDs in TID order, or in reverse going backward
+ * (a cursor's MOVE BACKWARD); a scan that first goes backward starts from
+ * the last.
+ */
 bool
-pmhashgettuple(IndexScanDesc scan, ScanDirection dir pg_attribute_unused())
+pmhashgettuple(IndexScanDesc scan, ScanDirection dir)
 {
 	PmhScanOpaque so = (PmhScanOpaque) scan->opaque;
+	int			step = ScanDirectionIsBackward(dir) ? -1 : 1;
 
 	if (!so->searched)
-		search(scan);
-	else if (scan->kill_prior_tuple && so->can_kill)
-		pmhash_add_killed(&so->killed, &so->tids[so->next - 1]);
-	while (so->next < so->ntids)
 	{
-		ItemPointer tid = &so->tids[so->next++];
+		search(scan);
+		if (step < 0)
+			so->pos = so->ntids;
+	}
+	else if (scan->kill_prior_tuple && so->can_kill && so->pos >= 0 && so->pos < so->ntids)
+		pmhash_add_killed(&so->killed, &so->tids[so->pos]);
+	for (so->pos += step; so->pos >= 0 && so->pos < so->ntids; so->pos += step)
+	{
+		ItemPointer tid = &so->tids[so->pos];
 
 		if (so->compare_keys && !so->exact && !key_matches(scan, tid))
 			continue;
@@ -616,6 +626,8 @@ pmhashgettuple(IndexScanDesc scan, ScanDirection dir pg_attribute_unused())
 		scan->xs_recheck = !so->exact;
 		return true;
 	}
+	/* stay just outside the end reached, for a turn of direction */
+	so->pos = step < 0 ? -1 : so->ntids;
 	remove_killed(scan);
 	return false;
 }
