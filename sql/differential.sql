@@ -1,11 +1,15 @@
 -- Differential test: for each of the 36 default operator classes (plus cidr,
 -- text[] and numrange), a table of 4000 rows with one key holding 5% of the
 -- rows and 1% NULLs goes through build, INSERT, DELETE, UPDATE of keys,
--- aborted INSERTs, VACUUM, INSERTs after VACUUM and REINDEX; after every
--- phase, every key ever present in the table (and NULL and a few absent
--- values) is looked up with a forced index scan, a forced bitmap scan and a
--- sequential scan, and the row ids found must be the same.  pmhash_verify
--- must count exactly the non-NULL keys whenever no dead rows remain.
+-- aborted INSERTs, VACUUM, INSERTs after VACUUM and REINDEX.  Each table has
+-- three pmhash indexes: on its key v; on (v, w), where w is of the next
+-- type in the list (up to 7 values, 1 in 30 rows NULL), so every pair of
+-- neighbouring operator classes is combined; and UNIQUE on (id, w).  After
+-- every phase, every key of each index ever present in the table (and NULLs
+-- and a few absent values) is looked up with a forced index scan, a forced
+-- bitmap scan and a sequential scan, and the row ids found must be the
+-- same.  pmhash_verify must count exactly the rows whose first key column
+-- is not NULL whenever no dead rows remain.
 
 -- quietly: the extension may exist already, and roles outlive the database
 -- if an earlier run crashed
@@ -93,21 +97,32 @@ INSERT INTO df_spec (tag, typ, gen, absent) VALUES
 -- every non-NULL row exactly once (ok) and pmhash_verify's count; and the
 -- pseudo-phases 'plans' (the forced plans are the intended ones) and 'shape'
 -- (at the start, 1% NULLs and a key holding at least 5% of the rows) in ok.
-CREATE TABLE df_result (tag text, phase text, mismatches bigint, ok boolean, verified boolean);
+CREATE TABLE df_result (tag text, idx text, phase text, mismatches bigint, ok boolean,
+                        verified boolean);
 -- Rows found by one plan kind for each probe (scratch).
 CREATE TABLE df_found (how text, pid int, ids int[]);
+-- The indexes of each table: suffix of their name, key columns, UNIQUE.
+CREATE TABLE df_index (ord int, suffix text, cols text[], is_unique boolean);
+INSERT INTO df_index VALUES (1, 'i', '{v}', false), (2, 'm', '{v,w}', false), (3, 'u', '{id,w}', true);
 
 -- The expression of a key for a row with random r: NULL, the frequent key or gen.
 CREATE FUNCTION df_key(s df_spec) RETURNS text LANGUAGE sql AS $$
   SELECT format('CASE WHEN r IS NOT NULL THEN (%s)::%s END', s.gen, s.typ)
 $$;
 
--- INSERT rows first..last: every 100th key NULL, every 20th the frequent key.
+-- The type after s in the list (the first after the last): w's type.
+CREATE FUNCTION df_partner(s df_spec) RETURNS df_spec LANGUAGE sql AS $$
+  SELECT * FROM df_spec WHERE ord = s.ord % (SELECT count(*) FROM df_spec) + 1
+$$;
+
+-- INSERT rows first..last: every 100th key NULL, every 20th the frequent
+-- key; w of the partner type from r (or i) modulo 7, every 30th NULL.
 CREATE FUNCTION df_insert(s df_spec, first int, last int) RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
-  EXECUTE format('INSERT INTO %I SELECT i, %s FROM (SELECT i, CASE WHEN i %% 100 = 0 THEN NULL
+  EXECUTE format('INSERT INTO %I SELECT i, %s, (SELECT %s FROM (SELECT CASE WHEN i %% 30 <> 0
+                    THEN coalesce(r, i) %% 7 END AS r) z) FROM (SELECT i, CASE WHEN i %% 100 = 0 THEN NULL
                     WHEN i %% 20 = 1 THEN 0 ELSE 1 + floor(random() * 2000)::int END AS r
-                  FROM generate_series($1, $2) i) g', 'df_t_' || s.tag, df_key(s))
+                  FROM generate_series($1, $2) i) g', 'df_t_' || s.tag, df_key(s), df_key(df_partner(s)))
   USING first, last;
 END $$;
 
@@ -139,21 +154,29 @@ BEGIN
     ELSE plan LIKE '%Hash%Join%' AND plan NOT LIKE '%Index%' END;
 END $$;
 
--- Look up every probe of one type with each plan kind; record the number of
--- probes on which the plans disagree, whether the seqscan found every
--- non-NULL row exactly once, and (if check_verify) pmhash_verify.
-CREATE FUNCTION df_check(s df_spec, phase text, check_verify boolean) RETURNS void LANGUAGE plpgsql AS $$
+-- Look up every probe of one index of one type with each plan kind; record
+-- the number of probes on which the plans disagree, whether the seqscan
+-- found every row without NULL key columns exactly once, and (if
+-- check_verify) whether pmhash_verify counted the rows that have entries.  The probe table's columns x1, x2 match the
+-- index's key columns.
+CREATE FUNCTION df_check_index(s df_spec, i df_index, phase text, check_verify boolean)
+RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
   tbl text := 'df_t_' || s.tag;
-  prb text := 'df_p_' || s.tag;
-  idx text := 'df_i_' || s.tag;
-  q text; kind text; nkeys bigint; nfound bigint; bad bigint; plans boolean := true; shape boolean;
+  prb text := format('df_%s_p_%s', i.suffix, s.tag);
+  idx text := format('df_%s_%s', i.suffix, s.tag);
+  tcols text := array_to_string(i.cols, ', ');
+  pcols text := (SELECT string_agg('x' || n, ', ') FROM generate_series(1, cardinality(i.cols)) n);
+  cond text := (SELECT string_agg(format('t.%I = p.x%s', c, n), ' AND ')
+                FROM unnest(i.cols) WITH ORDINALITY u(c, n));
+  q text; kind text; nkeys bigint; nentries bigint; nfound bigint; bad bigint;
+  plans boolean := true;
 BEGIN
-  -- new keys become probes (one per equality class; NULL is a probe from the start)
-  EXECUTE format('INSERT INTO %I (x) SELECT DISTINCT v FROM %I t WHERE num_nulls(v) = 0
-                  AND NOT EXISTS (SELECT FROM %I p WHERE p.x = t.v)', prb, tbl, prb);
+  -- new keys become probes (one per equality class; NULLs are probes from the start)
+  EXECUTE format('INSERT INTO %I (%s) SELECT DISTINCT %s FROM %I t WHERE num_nulls(%s) = 0
+                  AND NOT EXISTS (SELECT FROM %I p WHERE %s)', prb, pcols, tcols, tbl, tcols, prb, cond);
   q := format('SELECT p.pid, array_agg(t.id ORDER BY t.id) FILTER (WHERE t.id IS NOT NULL)
-               FROM %I p LEFT JOIN %I t ON t.v = p.x GROUP BY p.pid', prb, tbl);
+               FROM %I p LEFT JOIN %I t ON %s GROUP BY p.pid', prb, tbl, cond);
   TRUNCATE df_found;
   FOREACH kind IN ARRAY ARRAY['index', 'bitmap', 'seq'] LOOP
     plans := plans AND df_plan_ok(q, kind, idx);
@@ -165,15 +188,30 @@ BEGIN
   SELECT count(*) INTO bad FROM (SELECT f.pid FROM df_found f GROUP BY f.pid
     HAVING count(*) <> 3 OR count(DISTINCT coalesce(f.ids, '{}')) <> 1) d;
   SELECT coalesce(sum(cardinality(f.ids)), 0) INTO nfound FROM df_found f WHERE f.how = 'seq';
-  EXECUTE format('SELECT count(v) FROM %I', tbl) INTO nkeys;
-  INSERT INTO df_result VALUES (s.tag, phase, bad, nkeys > 0 AND nfound = nkeys,
-    CASE WHEN check_verify THEN pmhash_verify(idx::regclass) = nkeys END);
-  INSERT INTO df_result VALUES (s.tag, 'plans', NULL, plans, NULL);
+  -- a row has an entry unless its first key column is NULL
+  EXECUTE format('SELECT count(*) FILTER (WHERE num_nulls(%s) = 0), count(%I) FROM %I',
+                 tcols, i.cols[1], tbl) INTO nkeys, nentries;
+  INSERT INTO df_result VALUES (s.tag, tcols, phase, bad, nkeys > 0 AND nfound = nkeys,
+    CASE WHEN check_verify THEN pmhash_verify(idx::regclass) = nentries END);
+  INSERT INTO df_result VALUES (s.tag, tcols, 'plans', NULL, plans, NULL);
+END $$;
+
+-- Check every index of one type, and at the build the shape of its data.
+CREATE FUNCTION df_check(s df_spec, phase text, check_verify boolean) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+  tbl text := 'df_t_' || s.tag;
+  i df_index;
+  shape boolean;
+BEGIN
+  FOR i IN SELECT * FROM df_index ORDER BY ord LOOP
+    PERFORM df_check_index(s, i, phase, check_verify);
+  END LOOP;
   IF phase = 'build' THEN
     EXECUTE format('SELECT (SELECT count(*) FROM %I WHERE num_nulls(v) = 1) = 40 AND
-                    (SELECT max(n) FROM (SELECT count(*) AS n FROM %I GROUP BY v) g) >= 200',
-                   tbl, tbl) INTO shape;
-    INSERT INTO df_result VALUES (s.tag, 'shape', NULL, shape, NULL);
+                    (SELECT max(n) FROM (SELECT count(*) AS n FROM %I GROUP BY v) g) >= 200 AND
+                    (SELECT count(*) FROM (SELECT w FROM %I GROUP BY w) g) >= 2',
+                   tbl, tbl, tbl) INTO shape;
+    INSERT INTO df_result VALUES (s.tag, 'v', 'shape', NULL, shape, NULL);
   END IF;
 END $$;
 
@@ -181,7 +219,7 @@ END $$;
 -- the 'vacuum' phase only checks, after the caller vacuumed.
 CREATE FUNCTION df_phase(phase text) RETURNS bigint LANGUAGE plpgsql AS $$
 DECLARE
-  s df_spec; tbl text; n bigint := 0;
+  s df_spec; w df_spec; tbl text; n bigint := 0;
   phases text[] := '{build,insert,delete,update,abort,vacuum,reinsert,reindex}';
 BEGIN
   FOR s IN SELECT * FROM df_spec ORDER BY ord LOOP
@@ -189,12 +227,27 @@ BEGIN
     PERFORM setseed(((s.ord * 10 + array_position(phases, phase)) % 1000) / 1000.0);
     CASE phase
     WHEN 'build' THEN
-      EXECUTE format('CREATE TABLE %I (id int, v %s) WITH (autovacuum_enabled = off)', tbl, s.typ);
+      w := df_partner(s);
+      EXECUTE format('CREATE TABLE %I (id int, v %s, w %s) WITH (autovacuum_enabled = off)',
+                     tbl, s.typ, w.typ);
       PERFORM df_insert(s, 1, 4000);
       EXECUTE format('CREATE INDEX %I ON %I USING pmhash (v)', 'df_i_' || s.tag, tbl);
-      EXECUTE format('CREATE TABLE %I (pid serial, x %s)', 'df_p_' || s.tag, s.typ);
-      EXECUTE format('INSERT INTO %I (x) VALUES (NULL)', 'df_p_' || s.tag);
-      EXECUTE format('INSERT INTO %I (x) SELECT unnest($1)::%s', 'df_p_' || s.tag, s.typ) USING s.absent;
+      EXECUTE format('CREATE INDEX %I ON %I USING pmhash (v, w)', 'df_m_' || s.tag, tbl);
+      EXECUTE format('CREATE UNIQUE INDEX %I ON %I USING pmhash (id, w)', 'df_u_' || s.tag, tbl);
+      -- probes with NULLs, and absent values next to present ones
+      EXECUTE format('CREATE TABLE %I (pid serial, x1 %s)', 'df_i_p_' || s.tag, s.typ);
+      EXECUTE format('INSERT INTO %I (x1) VALUES (NULL)', 'df_i_p_' || s.tag);
+      EXECUTE format('INSERT INTO %I (x1) SELECT unnest($1)::%s', 'df_i_p_' || s.tag, s.typ) USING s.absent;
+      EXECUTE format('CREATE TABLE %I (pid serial, x1 %s, x2 %s)', 'df_m_p_' || s.tag, s.typ, w.typ);
+      EXECUTE format('INSERT INTO %I (x1, x2) SELECT v, NULL FROM %I WHERE id = 2', 'df_m_p_' || s.tag, tbl);
+      EXECUTE format('INSERT INTO %I (x1, x2) SELECT a::%s, w FROM unnest($1) a, %I WHERE id = 2',
+                     'df_m_p_' || s.tag, s.typ, tbl) USING s.absent;
+      EXECUTE format('INSERT INTO %I (x1, x2) SELECT v, a::%s FROM unnest($1) a, %I WHERE id = 2',
+                     'df_m_p_' || s.tag, w.typ, tbl) USING w.absent;
+      EXECUTE format('CREATE TABLE %I (pid serial, x1 int, x2 %s)', 'df_u_p_' || s.tag, w.typ);
+      EXECUTE format('INSERT INTO %I (x1, x2) SELECT 2, NULL UNION ALL SELECT 2, a::%s FROM unnest($1) a
+                      UNION ALL SELECT -2, w FROM %I WHERE id = 2', 'df_u_p_' || s.tag, w.typ, tbl)
+        USING w.absent;
     WHEN 'insert' THEN
       PERFORM df_insert(s, 4001, 5000);
     WHEN 'delete' THEN
@@ -216,7 +269,7 @@ BEGIN
     WHEN 'reinsert' THEN
       PERFORM df_insert(s, 6001, 7000);
     WHEN 'reindex' THEN
-      EXECUTE format('REINDEX INDEX %I', 'df_i_' || s.tag);
+      EXECUTE format('REINDEX TABLE %I', tbl);
     END CASE;
     PERFORM df_check(s, phase, phase IN ('build', 'insert', 'vacuum', 'reinsert', 'reindex'));
     n := n + 1;
@@ -237,7 +290,7 @@ SELECT df_phase('reindex') AS types;
 -- mismatching probes per type and phase (all 0); every phase found every
 -- row; pmhash_verify counted the keys; the plans were the forced ones; the
 -- data had the intended shape
-SELECT tag,
+SELECT tag, idx,
        sum(mismatches) FILTER (WHERE phase = 'build') AS build,
        sum(mismatches) FILTER (WHERE phase = 'insert') AS insert,
        sum(mismatches) FILTER (WHERE phase = 'delete') AS delete,
@@ -251,10 +304,10 @@ SELECT tag,
        bool_and(ok) FILTER (WHERE phase = 'plans') AS plans,
        bool_and(ok) FILTER (WHERE phase = 'shape') AS shape
 FROM df_result r JOIN df_spec s USING (tag)
-GROUP BY tag, ord
-ORDER BY ord;
+GROUP BY tag, ord, idx
+ORDER BY ord, idx;
 
--- every type went through every phase, verified 5 times
+-- every index of every type went through every phase, verified 5 times
 SELECT count(*) AS checks, count(verified) AS verifications FROM df_result WHERE mismatches IS NOT NULL;
 
 -- cleanup
@@ -262,10 +315,12 @@ DO $$
 DECLARE s record;
 BEGIN
   FOR s IN SELECT tag FROM df_spec LOOP
-    EXECUTE format('DROP TABLE %I, %I', 'df_t_' || s.tag, 'df_p_' || s.tag);
+    EXECUTE format('DROP TABLE %I, %I, %I, %I', 'df_t_' || s.tag, 'df_i_p_' || s.tag,
+                   'df_m_p_' || s.tag, 'df_u_p_' || s.tag);
   END LOOP;
 END $$;
-DROP FUNCTION df_phase, df_check, df_plan_ok, df_force, df_insert, df_key;
-DROP TABLE df_spec, df_result, df_found;
+DROP FUNCTION df_phase, df_check, df_check_index, df_plan_ok, df_force, df_insert, df_partner,
+  df_key;
+DROP TABLE df_spec, df_result, df_found, df_index;
 DROP TYPE df_color, df_rec;
 DROP ROLE regress_pmhash_df_a, regress_pmhash_df_b;
