@@ -111,3 +111,18 @@ prove_installcheck:
 .PHONY: installcheck-isolation
 installcheck-isolation:
 	$(pg_isolation_regress_installcheck) $(ISOLATION_OPTS) $(ISOLATION)
+
+# make dist: the release archive for PGXN, pmhash-<version>.zip (in
+# DIST_DIR, by default the directory make runs in), from the committed tree
+# (git archive HEAD): the build files, the sources, the SQL scripts and
+# every test, nothing else (.ci/ is CI's, not a user's).  The
+# version is the control file's default_version, as semver: 0.2 -> 0.2.0;
+# META.json must say the same (test/suites/packaging.sh checks it).
+EXTVERSION = $(shell sed -n "s/^default_version = '\([0-9.]*\)'/\1/p" $(srcdir)/pmhash.control)
+DISTVERSION = $(EXTVERSION)$(if $(word 3,$(subst ., ,$(EXTVERSION))),,.0)
+DIST_FILES = Makefile META.json README.md pmhash.control src sql expected test
+DIST_DIR ?= $(CURDIR)
+.PHONY: dist
+dist:
+	git -C $(srcdir) archive --format=zip --prefix=$(EXTENSION)-$(DISTVERSION)/ \
+		-o $(DIST_DIR)/$(EXTENSION)-$(DISTVERSION).zip HEAD $(DIST_FILES)

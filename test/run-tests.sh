@@ -5,7 +5,9 @@
 # assertions enabled, which is the build the suites run against), runs the
 # core unit tests, the core benchmark on a small table (which checks every
 # lookup it times), a minute of fuzzing of the core's file loader, verifier
-# and lookups (test/fuzz/run.sh), a full file system under pmhash.directory
+# and lookups (test/fuzz/run.sh), the packaging checks (META.json against
+# PGXN's meta-spec, one version, the update chain, make dist's archive
+# builds: test/suites/packaging.sh), a full file system under pmhash.directory
 # (test/fullfs.sh) and a minute's soak with crashes (test/soak.sh) on both
 # paths, then the SQL-level suites on two throwaway clusters: one with its
 # index files on /dev/shm and PMEM_IS_PMEM_FORCE=1 (the pmem path: flush and
@@ -121,6 +123,7 @@ run_suite core make -s core-check
 run_core_bench
 record "core benchmark on 200000 keys: every lookup right, table sound" $?
 run_suite fuzz bash test/fuzz/run.sh
+run_suite packaging bash test/suites/packaging.sh "$WORK"
 build_install "-DUSE_ASSERT_CHECKING"
 record "build with assertions" $?
 run_suite fullfs bash test/fullfs.sh "$WORK"

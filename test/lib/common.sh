@@ -9,7 +9,8 @@ PG_BIN=/usr/lib/postgresql/15/bin
 PGXS_DIR=/usr/lib/postgresql/15/lib/pgxs
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 PACKAGES="postgresql-15 postgresql-server-dev-15 postgresql-contrib libpmem-dev postgresql-15-pgtap
-libtap-parser-sourcehandler-pgtap-perl libipc-run-perl make gcc python3 clang-14 libclang-rt-14-dev"
+libtap-parser-sourcehandler-pgtap-perl libipc-run-perl make gcc python3 clang-14 libclang-rt-14-dev
+python3-jsonschema git"
 
 # Counters of tap_result.
 TAP_N=0
