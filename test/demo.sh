@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
 # test/demo.sh: the pmhash demo.  Installs what it needs, builds and installs
-# pmhash, starts a throwaway PostgreSQL 15 cluster with pmhash preloaded (its
-# index files on /dev/shm, the persistent-memory code path), loads a demo
-# table, builds pmhash, hash and btree indexes on the same column one after
-# the other, and prints build time, size and lookup time side by side.
+# pmhash (unless SKIP_BUILD is set), starts a throwaway PostgreSQL 15 cluster
+# with pmhash preloaded (its index files on /dev/shm, the persistent-memory
+# code path), loads a demo table, builds pmhash, hash and btree indexes on
+# the same column one after the other, and prints build time, size and lookup
+# time side by side.
 #
 #   bash test/demo.sh [ROWS]    run the demo (default 1000000 rows)
 #   bash test/demo.sh stop      stop the demo cluster and remove it
+#
+# Settings (environment):
+#   SKIP_BUILD   set to use the installed pmhash instead of building and
+#                installing the working tree's
 set -u
 cd "$(dirname "$0")/.."
 source test/lib/common.sh
@@ -31,7 +36,11 @@ fi
 
 set -e
 install_packages
-build_install ""
+if [ -z "${SKIP_BUILD:-}" ]; then
+	build_install ""
+else
+	echo "== using the installed pmhash (SKIP_BUILD)"
+fi
 stop_demo
 start_cluster "$DEMO" pmem
 echo "export PGHOST=$PGHOST PGPORT=$PGPORT PGUSER=$PGUSER PGDATA_DIR=$PGDATA_DIR" > "$DEMO/env"
