@@ -1,28 +1,33 @@
 #!/usr/bin/env bash
-# test/demo.sh: the pmhash demo.  Installs what it needs, builds and installs
-# pmhash (unless SKIP_BUILD is set), starts a throwaway PostgreSQL 15 cluster
-# with pmhash preloaded (its index files on /dev/shm, the persistent-memory
-# code path) and loads a demo table of ROWS rows.  Then, for pmhash, hash and
-# btree in turn, with only that index on the table: it times the build,
-# measures the index's size, times up to 100000 probes of random keys (one
-# index scan each) and times the insert of ROWS/10 more rows in one statement
-# (commit included; the rows are deleted again and the table vacuumed before
-# the next index).  It shows the planner choosing among the three indexes and
-# pmhash_stats, and ends with the four measures side by side, each ratio
-# spelled out, written also to /tmp/pmhash-demo/results.csv.  The demo
-# cluster keeps running until `bash test/demo.sh stop`.
+# test/demo.sh: the pmhash demo.  Installs what it needs (common.sh's packages
+# and python3-matplotlib), builds and installs pmhash (unless SKIP_BUILD is
+# set), starts a throwaway PostgreSQL 15 cluster with pmhash preloaded (its
+# index files on /dev/shm, the persistent-memory code path) and loads a demo
+# table of ROWS rows.  Then, for pmhash, hash and btree in turn, with only
+# that index on the table: it times the build, measures the index's size,
+# times up to 100000 probes of random keys (one index scan each) and times
+# the insert of ROWS/10 more rows in one statement (commit included; the rows
+# are deleted again and the table vacuumed before the next index).  It shows
+# the planner choosing among the three indexes and pmhash_stats, and ends
+# with the four measures side by side, each ratio spelled out, written also
+# to /tmp/pmhash-demo/results.csv and drawn by test/demo_plot.py into a PNG,
+# four panels of bars.  The demo cluster keeps running until
+# `bash test/demo.sh stop`, which also removes /tmp/pmhash-demo.
 #
 #   bash test/demo.sh [ROWS]    run the demo (default 1000000 rows)
 #   bash test/demo.sh stop      stop the demo cluster and remove it
 #
 # Settings (environment):
+#   PLOT         where to write the PNG (/tmp/pmhash-demo/demo.png)
 #   SKIP_BUILD   set to use the installed pmhash instead of building and
 #                installing the working tree's
 set -u
+DEMO=/tmp/pmhash-demo
+PLOT=$(realpath -m "${PLOT:-$DEMO/demo.png}")
 cd "$(dirname "$0")/.."
 source test/lib/common.sh
 
-DEMO=/tmp/pmhash-demo
+PYTHON=/usr/bin/python3  # Debian's, where python3-matplotlib installs
 CSV=$DEMO/results.csv
 ROWS=${1:-1000000}
 INSERTS=$((ROWS / 10 > 0 ? ROWS / 10 : 1))
@@ -43,6 +48,7 @@ if [ "${1:-}" = stop ]; then
 fi
 
 set -e
+PACKAGES="$PACKAGES python3-matplotlib"
 install_packages
 if [ -z "${SKIP_BUILD:-}" ]; then
 	build_install ""
@@ -166,4 +172,6 @@ FROM results p, results r,
 WHERE p."index" = 'pmhash' AND r."index" <> 'pmhash'
 ORDER BY m.ord, array_position(ARRAY['hash','btree'], r."index");
 SQL
-echo "== the measures, as CSV: $CSV"
+"$PYTHON" test/demo_plot.py "$CSV" "$PLOT" "$ROWS"
+echo "== the measures as CSV: $CSV"
+echo "== their plot (four panels, lower is better): $PLOT"
