@@ -30,7 +30,6 @@ source test/lib/common.sh
 PYTHON=/usr/bin/python3  # Debian's, where python3-matplotlib installs
 CSV=$DEMO/results.csv
 ROWS=${1:-1000000}
-INSERTS=$((ROWS / 10 > 0 ? ROWS / 10 : 1))
 
 # Stop and remove a previous demo cluster, if any.
 stop_demo() {
@@ -48,6 +47,7 @@ if [ "${1:-}" = stop ]; then
 fi
 
 set -e
+INSERTS=$((ROWS / 10 > 0 ? ROWS / 10 : 1))
 PACKAGES="$PACKAGES python3-matplotlib"
 install_packages
 if [ -z "${SKIP_BUILD:-}" ]; then
