@@ -1,17 +1,34 @@
 #!/usr/bin/env bash
-# test/demo.sh: the pmhash demo.  Installs what it needs, builds and installs
-# pmhash, starts a throwaway PostgreSQL 15 cluster with pmhash preloaded (its
-# index files on /dev/shm, the persistent-memory code path), loads a demo
-# table, builds pmhash, hash and btree indexes on the same column one after
-# the other, and prints build time, size and lookup time side by side.
+# test/demo.sh: the pmhash demo.  Installs what it needs (common.sh's packages
+# and python3-matplotlib), builds and installs pmhash (unless SKIP_BUILD is
+# set), starts a throwaway PostgreSQL 15 cluster with pmhash preloaded (its
+# index files on /dev/shm, the persistent-memory code path) and loads a demo
+# table of ROWS rows.  Then, for pmhash, hash and btree in turn, with only
+# that index on the table: it times the build, measures the index's size,
+# times up to 100000 probes of random keys (one index scan each) and times
+# the insert of ROWS/10 more rows in one statement (commit included; the rows
+# are deleted again and the table vacuumed before the next index).  It shows
+# the planner choosing among the three indexes and pmhash_stats, and ends
+# with the four measures side by side, each ratio spelled out, written also
+# to /tmp/pmhash-demo/results.csv and drawn by test/demo_plot.py into a PNG,
+# four panels of bars.  The demo cluster keeps running until
+# `bash test/demo.sh stop`, which also removes /tmp/pmhash-demo.
 #
 #   bash test/demo.sh [ROWS]    run the demo (default 1000000 rows)
 #   bash test/demo.sh stop      stop the demo cluster and remove it
+#
+# Settings (environment):
+#   PLOT         where to write the PNG (/tmp/pmhash-demo/demo.png)
+#   SKIP_BUILD   set to use the installed pmhash instead of building and
+#                installing the working tree's
 set -u
+DEMO=/tmp/pmhash-demo
+PLOT=$(realpath -m "${PLOT:-$DEMO/demo.png}")
 cd "$(dirname "$0")/.."
 source test/lib/common.sh
 
-DEMO=/tmp/pmhash-demo
+PYTHON=/usr/bin/python3  # Debian's, where python3-matplotlib installs
+CSV=$DEMO/results.csv
 ROWS=${1:-1000000}
 
 # Stop and remove a previous demo cluster, if any.
@@ -30,58 +47,83 @@ if [ "${1:-}" = stop ]; then
 fi
 
 set -e
+INSERTS=$((ROWS / 10 > 0 ? ROWS / 10 : 1))
+PACKAGES="$PACKAGES python3-matplotlib"
 install_packages
-build_install ""
+if [ -z "${SKIP_BUILD:-}" ]; then
+	build_install ""
+else
+	echo "== using the installed pmhash (SKIP_BUILD)"
+fi
 stop_demo
 start_cluster "$DEMO" pmem
 echo "export PGHOST=$PGHOST PGPORT=$PGPORT PGUSER=$PGUSER PGDATA_DIR=$PGDATA_DIR" > "$DEMO/env"
 
-psql -X -q -v ON_ERROR_STOP=1 -v rows="$ROWS" <<'SQL'
+psql -X -q -v ON_ERROR_STOP=1 -v rows="$ROWS" -v inserts="$INSERTS" <<'SQL'
 CREATE EXTENSION pmhash;
 \echo == loading :rows rows into demo(id, k int8 random, payload)
-SELECT setseed(0.42);
+SELECT setseed(0.42) \gset
 CREATE TABLE demo (id bigint, k bigint, payload text);
 INSERT INTO demo SELECT i, (random() * 4e18)::bigint, 'row ' || i FROM generate_series(1, :rows) i;
 CREATE TABLE probes AS SELECT k FROM demo ORDER BY random() LIMIT 100000;
+CREATE TABLE extra AS SELECT :rows + i AS id, (random() * 4e18)::bigint AS k, 'row ' || :rows + i AS payload
+  FROM generate_series(1, :inserts) i;
 VACUUM ANALYZE demo;
 VACUUM ANALYZE probes;
+VACUUM ANALYZE extra;
 
--- build one index, time the build and 100,000 random lookups, then drop it
-CREATE TABLE results (method text, build_ms numeric, size_mb numeric, lookup_us numeric);
-CREATE FUNCTION demo_run(method text) RETURNS void LANGUAGE plpgsql AS $$
-DECLARE t0 timestamptz; build_ms numeric; look_ms numeric; n bigint; size bigint;
+-- With only an index of the given method on demo: time its build, the random
+-- probes and the insert of the rows of extra (build and insert timed with
+-- their commits), check that the probes and the inserted keys are found,
+-- then drop the index and delete the inserted rows.
+CREATE TABLE results ("index" text, build_ms numeric, size_bytes bigint, probe_us numeric, insert_us numeric);
+CREATE PROCEDURE demo_run(method text) LANGUAGE plpgsql AS $$
+DECLARE t0 timestamptz; build_ms numeric; probe_ms numeric; insert_ms numeric; n bigint; size bigint;
+        nprobes bigint := (SELECT count(*) FROM probes);
+        nextra bigint := (SELECT count(*) FROM extra);
 BEGIN
   t0 := clock_timestamp();
   EXECUTE format('CREATE INDEX demo_k ON demo USING %s (k)', method);
+  COMMIT;
   build_ms := extract(epoch FROM clock_timestamp() - t0) * 1000;
   size := pg_relation_size('demo_k');
   IF method = 'pmhash' THEN
     size := size + (SELECT file_bytes FROM pmhash_stats('demo_k'));
   END IF;
-  SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off;
-  SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmapscan = off;
   t0 := clock_timestamp();
   SELECT count(*) INTO n FROM probes p JOIN demo d ON d.k = p.k;
-  look_ms := extract(epoch FROM clock_timestamp() - t0) * 1000;
-  IF n <> (SELECT count(*) FROM probes) THEN
-    RAISE EXCEPTION '% found % rows, expected %', method, n, (SELECT count(*) FROM probes);
+  probe_ms := extract(epoch FROM clock_timestamp() - t0) * 1000;
+  IF n <> nprobes THEN
+    RAISE EXCEPTION '% found % rows of % probes', method, n, nprobes;
   END IF;
-  INSERT INTO results VALUES (method, round(build_ms), round(size / 1048576.0, 1),
-                              round(look_ms * 1000 / (SELECT count(*) FROM probes), 2));
+  t0 := clock_timestamp();
+  INSERT INTO demo SELECT * FROM extra;
+  COMMIT;
+  insert_ms := extract(epoch FROM clock_timestamp() - t0) * 1000;
+  SELECT count(*) INTO n FROM extra e JOIN demo d ON d.k = e.k;
+  IF n <> nextra THEN
+    RAISE EXCEPTION '% found % of % inserted rows', method, n, nextra;
+  END IF;
+  INSERT INTO results VALUES (method, round(build_ms, 1), size, round(probe_ms * 1000 / nprobes, 3),
+                              round(insert_ms * 1000 / nextra, 3));
   EXECUTE 'DROP INDEX demo_k';
+  DELETE FROM demo WHERE id >= (SELECT min(id) FROM extra);
 END $$;
-\echo == building each index and probing 100000 random keys
-SELECT demo_run('pmhash');
-SELECT demo_run('hash');
-SELECT demo_run('btree');
-\echo
-\echo == side by side (same cluster, same run; ratios are pmhash / other)
-SELECT r.method, r.build_ms AS "build ms", r.size_mb AS "size MB", r.lookup_us AS "lookup us",
-       round(p.build_ms / r.build_ms, 2) AS "build ratio",
-       round(p.size_mb / r.size_mb, 2) AS "size ratio",
-       round(p.lookup_us / r.lookup_us, 2) AS "lookup ratio"
-FROM results r, results p WHERE p.method = 'pmhash'
-ORDER BY array_position(ARRAY['pmhash','hash','btree'], r.method);
+SELECT count(*) AS nprobes FROM probes \gset
+\echo == for each index: build, probe :nprobes random keys, insert :inserts rows
+-- the probes and checks: a nested loop of index scans
+SET enable_hashjoin = off; SET enable_mergejoin = off;
+SET enable_seqscan = off; SET enable_bitmapscan = off;
+CHECKPOINT;
+CALL demo_run('pmhash');
+VACUUM demo;
+CHECKPOINT;
+CALL demo_run('hash');
+VACUUM demo;
+CHECKPOINT;
+CALL demo_run('btree');
+VACUUM demo;
+RESET ALL;
 
 \echo == with all three indexes present, the planner chooses pmhash for equality
 CREATE INDEX demo_pmhash ON demo USING pmhash (k);
@@ -96,10 +138,40 @@ EXPLAIN SELECT * FROM demo WHERE k = 12345;
 SELECT * FROM pmhash_stats('demo_pmhash');
 SQL
 
-cat <<MSG
+psql -X -q -v ON_ERROR_STOP=1 -c "COPY (SELECT * FROM results
+	ORDER BY array_position(ARRAY['pmhash','hash','btree'], \"index\")) TO STDOUT WITH (FORMAT csv, HEADER)" >"$CSV"
 
+cat <<MSG
 The demo cluster keeps running.  Connect with:
     psql -h $PGHOST -p $PGPORT -U $PGUSER postgres
 Stop and remove it with:
     bash test/demo.sh stop
+
 MSG
+
+psql -X -q -v ON_ERROR_STOP=1 -v rows="$ROWS" -v inserts="$INSERTS" <<'SQL'
+\echo == side by side: :rows rows, each index alone on the table, :inserts rows inserted; lower is better
+SELECT "index", round(build_ms) AS "build ms", round(size_bytes / 1048576.0, 1) AS "size MB",
+       round(probe_us, 2) AS "probe us (per key)", round(insert_us, 2) AS "insert us (per row)"
+FROM results ORDER BY array_position(ARRAY['pmhash','hash','btree'], "index");
+\echo == what the ratios say (each is the larger value over the smaller)
+\pset tuples_only on
+\pset format unaligned
+SELECT CASE WHEN m.theirs >= m.mine
+         THEN format('pmhash %s %sx %s than %s (%s: %s / pmhash)', m.verb,
+                     round(m.theirs / m.mine, 2), m.better, r."index", m.what, r."index")
+         ELSE format('pmhash %s %sx %s than %s (%s: pmhash / %s)', m.verb,
+                     round(m.mine / m.theirs, 2), m.worse, r."index", m.what, r."index")
+       END
+FROM results p, results r,
+     LATERAL (VALUES (1, 'builds', 'faster', 'slower', 'build time', p.build_ms, r.build_ms),
+                     (2, 'is', 'smaller', 'larger', 'size', p.size_bytes, r.size_bytes),
+                     (3, 'probes', 'faster', 'slower', 'probe time per key', p.probe_us, r.probe_us),
+                     (4, 'inserts', 'faster', 'slower', 'insert time per row', p.insert_us, r.insert_us))
+       AS m(ord, verb, better, worse, what, mine, theirs)
+WHERE p."index" = 'pmhash' AND r."index" <> 'pmhash'
+ORDER BY m.ord, array_position(ARRAY['hash','btree'], r."index");
+SQL
+"$PYTHON" test/demo_plot.py "$CSV" "$PLOT" "$ROWS"
+echo "== the measures as CSV: $CSV"
+echo "== their plot (four panels, lower is better): $PLOT"
