@@ -1,15 +1,17 @@
 -- test/pgtap/am_properties.sql: what the pmhash access method says it can do
 -- (pg_indexam_has_property, pg_index_has_property,
--- pg_index_column_has_property), that a unique index over duplicate keys
+-- pg_index_column_has_property), and that it says what hash says but where
+-- it does more (unique, multicolumn, = ANY); that a unique index over duplicate keys
 -- fails as btree's does, that what it cannot do (INCLUDE, CLUSTER) is
 -- refused with the right error, while an exclusion constraint
 -- with = works and reports conflicts.
 BEGIN;
-SELECT plan(16);
+SELECT plan(17);
 
 CREATE TABLE ap (id int, k int8, s text);
 INSERT INTO ap SELECT i, i % 50, 'v' || i FROM generate_series(1, 500) i;
 CREATE INDEX ap_k ON ap USING pmhash (k);
+CREATE INDEX ap_hash ON ap USING hash (k);
 
 SELECT index_is_type('public', 'ap', 'ap_k', 'pmhash', 'ap_k is a pmhash index');
 SELECT results_eq(
@@ -22,8 +24,8 @@ SELECT results_eq(
 	$$SELECT p, pg_index_has_property('ap_k'::regclass, p)
 	  FROM unnest(ARRAY['clusterable', 'index_scan', 'bitmap_scan', 'backward_scan']) p$$,
 	$$VALUES ('clusterable', false), ('index_scan', true), ('bitmap_scan', true),
-			 ('backward_scan', false)$$,
-	'index properties: index and bitmap scans, not clusterable, no backward scan');
+			 ('backward_scan', true)$$,
+	'index properties: index and bitmap scans, backward scans, not clusterable');
 SELECT results_eq(
 	$$SELECT p, pg_index_column_has_property('ap_k'::regclass, 1, p)
 	  FROM unnest(ARRAY['asc', 'desc', 'nulls_first', 'nulls_last', 'orderable',
@@ -32,6 +34,22 @@ SELECT results_eq(
 			 ('orderable', false), ('distance_orderable', false), ('returnable', false),
 			 ('search_array', true), ('search_nulls', false)$$,
 	'column properties: not orderable, not returnable, array search (= ANY), no NULL search');
+SELECT results_eq(
+	$$SELECT level, p FROM (
+		SELECT 'am' AS level, p, pg_indexam_has_property((SELECT oid FROM pg_am WHERE amname = 'pmhash'), p) AS pm,
+			   pg_indexam_has_property((SELECT oid FROM pg_am WHERE amname = 'hash'), p) AS h
+		FROM unnest(ARRAY['can_order', 'can_unique', 'can_multi_col', 'can_exclude', 'can_include']) p
+		UNION ALL
+		SELECT 'index', p, pg_index_has_property('ap_k'::regclass, p), pg_index_has_property('ap_hash'::regclass, p)
+		FROM unnest(ARRAY['clusterable', 'index_scan', 'bitmap_scan', 'backward_scan']) p
+		UNION ALL
+		SELECT 'column', p, pg_index_column_has_property('ap_k'::regclass, 1, p),
+			   pg_index_column_has_property('ap_hash'::regclass, 1, p)
+		FROM unnest(ARRAY['asc', 'desc', 'nulls_first', 'nulls_last', 'orderable',
+						  'distance_orderable', 'returnable', 'search_array', 'search_nulls']) p) d
+	  WHERE pm IS DISTINCT FROM h ORDER BY 1, 2$$,
+	$$VALUES ('am', 'can_multi_col'), ('am', 'can_unique'), ('column', 'search_array')$$,
+	'every property is hash''s but unique, multicolumn and = ANY, which pmhash adds');
 
 -- refused
 SELECT throws_ok('CREATE UNIQUE INDEX ap_dup ON ap USING pmhash (k)', '23505',
