@@ -175,6 +175,13 @@ memtable_create(uint32_t shard_bits, uint64_t units, int shim)
 		units = hdr->data_unit + 1;
 	mt->units = hdr->data_unit;
 	grow(mt, units);
+	/* grow cleared the data units; a new file's header and descriptors are zero too */
+	memset(mt->live, 0, hdr->data_unit * PMH_UNIT_SIZE);
+	if (shim)
+	{
+		memset(mt->durable, 0, hdr->data_unit * PMH_UNIT_SIZE);
+		memset(mt->pending, 0, hdr->data_unit * PMH_UNIT_SIZE / LINE);
+	}
 	/* the header and descriptors are not free space */
 	pmh_freemap_init(&mt->freemap, mt->extents, nshards + 64);
 	pmh_freemap_release(&mt->freemap, hdr->data_unit, units - hdr->data_unit);
