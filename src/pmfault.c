@@ -122,13 +122,21 @@ pmhash_fault_init(void)
 	sigaction(SIGBUS, &act, NULL);
 }
 
-/* Report a damaged index; the hint says how to repair it. */
+/* Report a damaged index at elevel; the hint says how to repair it. */
 void
-pmhash_raise_damaged(const char *index_name, const char *detail)
+pmhash_report_damaged(int elevel, const char *index_name, const char *detail)
 {
-	ereport(ERROR,
+	ereport(elevel,
 			(errcode(ERRCODE_INDEX_CORRUPTED),
 			 errmsg("pmhash index \"%s\" is damaged", index_name),
 			 errdetail("%s", detail),
 			 errhint("Rebuild the index with REINDEX INDEX %s.", quote_identifier(index_name))));
+}
+
+/* Raise an error for a damaged index. */
+void
+pmhash_raise_damaged(const char *index_name, const char *detail)
+{
+	pmhash_report_damaged(ERROR, index_name, detail);
+	pg_unreachable();
 }

@@ -155,6 +155,7 @@ typedef struct PmhashLocal
 	bool		logged;			/* changes are WAL-logged (set by each open) */
 	bool		redo_dirty;		/* replay changed it since its last sync */
 	PmhEntry   *pending;		/* inserted entries not yet WAL-logged */
+	SubTransactionId *pending_subids;	/* the subtransaction of each */
 	uint32		npending;
 	XLogRecPtr	pending_since;	/* earliest stamp among them */
 	RelFileNode node;			/* full identity for WAL records */
@@ -242,6 +243,7 @@ extern void pmhash_fault_init(void);
 extern void pmhash_fault_register(const char *base, size_t len);
 extern void pmhash_fault_unregister(const char *base);
 extern void pmhash_fault_set_index(const char *name);
+extern void pmhash_report_damaged(int elevel, const char *index_name, const char *detail);
 extern void pmhash_raise_damaged(const char *index_name, const char *detail) pg_attribute_noreturn();
 
 /* pmfilename.c */
@@ -292,6 +294,7 @@ extern void pmhash_pmem_flush(void *arg, const void *addr, size_t len);
 extern void pmhash_pmem_drain(void *arg);
 extern void pmhash_sync_dirty(PmhashLocal *ix);
 extern void pmhash_sync_for_commit(void);
+extern void pmhash_sync_or_leave(PmhashLocal *ix);
 extern void pmhash_sync_all_dirty(void);
 extern PmhPersist pmhash_normal_persist(PmhashLocal *ix);
 extern void pmhash_persist_range(char *base, size_t len, int is_pmem, const char *path);
@@ -344,6 +347,7 @@ extern void pmhash_shard_segment(PmhashLocal *ix, uint32 shard, PmhSegment *seg)
 extern BlockNumber pmhash_predicate_block(PmhashLocal *ix, uint32 hash);
 extern uint64 pmhash_shard_entries(Relation index, PmhashLocal *ix, uint32 shard,
 								   PmhEntry **entries, uint64 *maxentries);
+extern char *pmhash_shard_damage_detail(uint32 shard);
 extern void pmhash_raise_shard_damaged(const char *index_name, uint32 shard) pg_attribute_noreturn();
 
 /* pmkey.c */
@@ -439,6 +443,7 @@ extern void pmhash_syncer_main(Datum arg) pg_attribute_noreturn();
 extern void pmhash_xact_init(void);
 extern void pmhash_remember_created(const PmhashFileKey *key, Oid relid, const char *path);
 extern void pmhash_queue_insert(PmhashLocal *ix, uint32 hash, PmhTid tid, XLogRecPtr lsn);
+extern void pmhash_log_pending(PmhashLocal *ix);
 
 /* access method callbacks */
 extern IndexBuildResult *pmhashbuild(Relation heap, Relation index, IndexInfo *indexInfo);

@@ -328,6 +328,36 @@ sync_left_at_exit(int code pg_attribute_unused(), Datum arg pg_attribute_unused(
 }
 
 /*
+ * Make one file's dirty ranges durable now, or leave them to the syncer if
+ * they are in an ordinary file and were all made after its defer floor
+ * (floor, 0 while the syncer does not run); returns whether it left them.
+ */
+static bool
+sync_or_leave(PmhashLocal *ix, XLogRecPtr floor)
+{
+	if (ix->ndirty == 0 || ix->base == NULL)
+		return false;
+	if (!ix->is_pmem && floor != InvalidXLogRecPtr && ix->dirty_since >= floor)
+	{
+		ix->ndirty = 0;
+		ix->left_to_syncer = true;
+		return true;
+	}
+	pmhash_sync_dirty(ix);
+	return false;
+}
+
+/* Remember that changes whose records lie before now were left to the syncer. */
+static void
+note_left_to_syncer(void)
+{
+	left_upto = GetXLogInsertRecPtr();
+	if (!exit_callback_registered)
+		before_shmem_exit(sync_left_at_exit, 0);
+	exit_callback_registered = true;
+}
+
+/*
  * Pre-commit: make this backend's changes durable before the commit record
  * (src/README, Durability hazards, 2).  The changes to an ordinary file
  * made after the syncer's defer floor are left to it instead: it syncs
@@ -347,27 +377,23 @@ pmhash_sync_for_commit(void)
 	floor = pmhash_defer_floor();
 	hash_seq_init(&status, local_indexes);
 	while ((ix = hash_seq_search(&status)) != NULL)
-	{
-		if (ix->ndirty == 0 || ix->base == NULL)
-			continue;
-		if (!ix->is_pmem && floor != InvalidXLogRecPtr && ix->dirty_since >= floor)
-		{
-			ix->ndirty = 0;
-			ix->left_to_syncer = true;
-			left = true;
-		}
-		else
-			pmhash_sync_dirty(ix);
-	}
+		left |= sync_or_leave(ix, floor);
 	any_dirty = false;
 	if (left)
-	{
-		/* every record of those changes lies before this position */
-		left_upto = GetXLogInsertRecPtr();
-		if (!exit_callback_registered)
-			before_shmem_exit(sync_left_at_exit, 0);
-		exit_callback_registered = true;
-	}
+		note_left_to_syncer();
+}
+
+/*
+ * Make one file's changes durable now, or leave them to the syncer, as a
+ * commit would: for a change that others rely on before this transaction
+ * ends (a removal of dead entries, after which VACUUM may free their rows'
+ * line pointers).
+ */
+void
+pmhash_sync_or_leave(PmhashLocal *ix)
+{
+	if (sync_or_leave(ix, pmhash_defer_floor()))
+		note_left_to_syncer();
 }
 
 /* Make durable every file this backend dirtied (replay). */

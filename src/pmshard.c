@@ -97,13 +97,19 @@ pmhash_predicate_block(PmhashLocal *ix, uint32 hash)
 	return pmh_shard_of(hash, ix->table.shard_bits) + 1;
 }
 
-/* Report a shard whose segment contradicts its format or its checksums. */
+/* The detail of a report of a shard whose segment contradicts its format or checksums. */
+char *
+pmhash_shard_damage_detail(uint32 shard)
+{
+	return psprintf("Shard %u has a bucket or posting block that disagrees with its checksum or refers outside its segment.",
+					shard);
+}
+
+/* Raise an error for a shard whose segment contradicts its format or its checksums. */
 void
 pmhash_raise_shard_damaged(const char *index_name, uint32 shard)
 {
-	pmhash_raise_damaged(index_name,
-					  psprintf("Shard %u has a bucket or posting block that disagrees with its checksum or refers outside its segment.",
-							   shard));
+	pmhash_raise_damaged(index_name, pmhash_shard_damage_detail(shard));
 }
 
 /* Raise the error of a shard that is unusable during recovery. */

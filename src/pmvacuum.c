@@ -235,16 +235,34 @@ pmhash_note_probe(PmhashLocal *ix, uint32 code, PmhashKilled *killed)
 	pg_read_barrier();
 }
 
-/* Add a TID whose row is dead to every transaction. */
+/* Sort a scan's dead TIDs and drop repeats. */
+static void
+sort_killed(PmhashKilled *killed)
+{
+	qsort(killed->tids, killed->ntids, sizeof(ItemPointerData), pmhash_tid_cmp);
+	killed->ntids = qunique(killed->tids, killed->ntids, sizeof(ItemPointerData),
+							pmhash_tid_cmp);
+}
+
+/*
+ * Add a TID whose row is dead to every transaction.  A cursor going back
+ * and forth reports TIDs again: repeats go before the array grows.
+ */
 void
 pmhash_add_killed(PmhashKilled *killed, ItemPointer tid)
 {
 	if (killed->ntids == killed->maxtids)
 	{
-		killed->maxtids = Max(64, killed->maxtids * 2);
-		killed->tids = killed->tids ?
-			repalloc_huge(killed->tids, (Size) killed->maxtids * sizeof(ItemPointerData)) :
-			palloc(killed->maxtids * sizeof(ItemPointerData));
+		if (killed->ntids > 0)
+			sort_killed(killed);
+		/* grow unless dropping repeats freed half of it */
+		if (killed->maxtids == 0 || killed->ntids > killed->maxtids / 2)
+		{
+			killed->maxtids = Max(64, killed->maxtids * 2);
+			killed->tids = killed->tids ?
+				repalloc_huge(killed->tids, (Size) killed->maxtids * sizeof(ItemPointerData)) :
+				palloc(killed->maxtids * sizeof(ItemPointerData));
+		}
 	}
 	killed->tids[killed->ntids++] = *tid;
 }
@@ -297,15 +315,19 @@ confirm_dead(Relation index, Relation heap, BlockNumber block, ItemPointer tids,
 /*
  * Remove the entries whose rows a scan found dead to every transaction
  * (kill_prior_tuple), all under the hash code it probed, and log them with
- * the conflict horizon of hot-standby queries.  Nothing is removed if the
- * shard lost entries since the probe (to VACUUM or another scan) or the
- * file was attached again: a TID could since have been reused by a new
- * row.  Under the shard's writer lock, the heap confirms each row dead;
- * VACUUM cannot meanwhile free a line pointer whose entry is still there.
+ * the conflict horizon of hot-standby queries (src/README, Dead entries).
  * The removal writes the index, so it takes the writers' lock on it for
  * its duration, and skips (leaving the entries to VACUUM) rather than wait
  * for a holder of a conflicting one: pmhash_verify walks the whole file
- * without shard locks under a ShareLock.
+ * without shard locks under a ShareLock.  The heap confirms each row dead
+ * first, without the shard lock.  Nothing is removed if the shard lost
+ * entries since the probe (to VACUUM or another scan) or the file was
+ * attached again: a TID could since have been reused by a new row.
+ * Otherwise no line pointer of theirs was freed, nor can be while the
+ * shard lock is held, since VACUUM removes the entries first.  The removal
+ * is made durable (or left to the syncer) before the lock is released, as
+ * VACUUM's is.  Damage elsewhere in the shard is a warning: the removal is
+ * a side effect of a read.
  */
 void
 pmhash_remove_killed(Relation index, Relation heap, PmhashKilled *killed)
@@ -314,6 +336,8 @@ pmhash_remove_killed(Relation index, Relation heap, PmhashKilled *killed)
 	uint32		shard;
 	PmhashShardState *state;
 	LWLock	   *lock;
+	BlockNumber block;
+	bool		stale;
 	PmhDeleteOps ops = {tid_is_killed, NULL, NULL, NULL};
 	TransactionId horizon = InvalidTransactionId;
 	VacuumState vs;
@@ -326,37 +350,37 @@ pmhash_remove_killed(Relation index, Relation heap, PmhashKilled *killed)
 		killed->ntids = 0;
 		return;
 	}
-	/* a scan that turned back may have reported a TID twice */
-	qsort(killed->tids, killed->ntids, sizeof(ItemPointerData), pmhash_tid_cmp);
-	killed->ntids = qunique(killed->tids, killed->ntids, sizeof(ItemPointerData),
-							pmhash_tid_cmp);
-	ix = pmhash_open(index, NULL);
-	shard = pmh_shard_of(killed->code, ix->table.shard_bits);
-	state = &ix->share->shards[shard];
-	lock = pmhash_shard_lock(ix->share, shard);
-	if (ix->logged)
-		ops.removed = note_removed;
 	memset(&vs, 0, sizeof(vs));
 	vs.index = index;
 	vs.killed = killed->tids;
 	ops.arg = &vs;
+	sort_killed(killed);
+
+	ix = pmhash_open(index, NULL);
+	shard = pmh_shard_of(killed->code, ix->table.shard_bits);
+	block = pmhash_predicate_block(ix, killed->code);
+	stale = ix->share_gen != killed->share_gen ||
+		ix->share->shards[shard].removals != killed->removals;
+	pmhash_leave();
+	for (int done = 0; !stale && done < killed->ntids; done += CONFIRM_BATCH)
+	{
+		int			n = Min(CONFIRM_BATCH, killed->ntids - done);
+
+		/* confirmed TIDs move down to the front, still sorted */
+		n = confirm_dead(index, heap, block, killed->tids + done, n, &horizon);
+		memmove(killed->tids + vs.nkilled, killed->tids + done, n * sizeof(ItemPointerData));
+		vs.nkilled += n;
+	}
+
+	ix = pmhash_open(index, NULL);
+	state = &ix->share->shards[shard];
+	lock = pmhash_shard_lock(ix->share, shard);
+	if (ix->logged)
+		ops.removed = note_removed;
 	LWLockAcquire(lock, LW_EXCLUSIVE);
 	pmhash_shard_segment(ix, shard, &seg);
-	if (ix->share_gen == killed->share_gen && state->removals == killed->removals &&
-		seg.unit != 0)
-	{
-		for (int done = 0; done < killed->ntids; done += CONFIRM_BATCH)
-		{
-			int			n = Min(CONFIRM_BATCH, killed->ntids - done);
-
-			/* confirmed TIDs move down to the front, still sorted */
-			n = confirm_dead(index, heap, pmhash_predicate_block(ix, killed->code),
-							 killed->tids + done, n, &horizon);
-			memmove(killed->tids + vs.nkilled, killed->tids + done, n * sizeof(ItemPointerData));
-			vs.nkilled += n;
-		}
-	}
-	if (vs.nkilled > 0)
+	if (vs.nkilled > 0 && seg.unit != 0 && ix->share_gen == killed->share_gen &&
+		state->removals == killed->removals)
 	{
 		st = pmh_bulk_delete(&seg, &ops, ix->logged ? GetXLogInsertRecPtr() : 0,
 							 &ix->persist, &state->counts, &removed);
@@ -368,6 +392,7 @@ pmhash_remove_killed(Relation index, Relation heap, PmhashKilled *killed)
 		}
 		if (vs.nremoved > 0)
 			pmhash_log_delete(&ix->node, shard, true, horizon, vs.removed, vs.nremoved);
+		pmhash_sync_or_leave(ix);
 	}
 	LWLockRelease(lock);
 	pmhash_leave();
@@ -376,7 +401,8 @@ pmhash_remove_killed(Relation index, Relation heap, PmhashKilled *killed)
 	if (vs.removed)
 		pfree(vs.removed);
 	if (st == PMH_CORRUPT)
-		pmhash_raise_shard_damaged(RelationGetRelationName(index), shard);
+		pmhash_report_damaged(WARNING, RelationGetRelationName(index),
+							  pmhash_shard_damage_detail(shard));
 }
 
 /* ambulkdelete */

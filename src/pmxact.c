@@ -55,8 +55,8 @@ static object_access_hook_type prev_object_access_hook = NULL;
 static bool any_pending = false;
 
 /* WAL-log the inserted entries of one index that are not logged yet. */
-static void
-flush_pending(PmhashLocal *ix)
+void
+pmhash_log_pending(PmhashLocal *ix)
 {
 	if (ix->npending == 0)
 		return;
@@ -77,7 +77,7 @@ visit_pending(void (*fn) (PmhashLocal *ix))
 static void
 flush_pending_all(void)
 {
-	visit_pending(flush_pending);
+	visit_pending(pmhash_log_pending);
 }
 
 /* Forget one index's unlogged entries (their transaction aborted). */
@@ -94,25 +94,49 @@ discard_pending_all(void)
 	visit_pending(discard_pending);
 }
 
+/* The subtransaction whose abort discard_aborted_pending applies. */
+static SubTransactionId aborted_subid;
+
+/*
+ * Forget one index's unlogged entries of the aborted subtransaction and of
+ * its children: the last ones queued, as every subtransaction started since
+ * it has a larger id.
+ */
+static void
+discard_aborted_pending(PmhashLocal *ix)
+{
+	while (ix->npending > 0 && ix->pending_subids[ix->npending - 1] >= aborted_subid)
+		ix->npending--;
+}
+
 /*
  * Remember an entry applied with stamp lsn, to be logged with others in one
  * INSERT record.  Replay inserts only what is absent, and a REBUILD record
  * of the shard either includes the entry or comes before this one, so the
  * delay loses nothing; the record is written before the commit record.
+ * An entry whose tuple dies before its transaction ends (its subtransaction
+ * aborts, or a speculative insertion is undone) must not be logged after a
+ * removal of it: an aborted subtransaction's entries are forgotten, and a
+ * speculative insertion logs its entry at once (src/README, Dead entries).
  */
 void
 pmhash_queue_insert(PmhashLocal *ix, uint32 hash, PmhTid tid, XLogRecPtr lsn)
 {
 	if (ix->pending == NULL)
+	{
 		ix->pending = MemoryContextAlloc(TopMemoryContext, PMHASH_INSERT_BATCH * sizeof(PmhEntry));
+		ix->pending_subids = MemoryContextAlloc(TopMemoryContext,
+												PMHASH_INSERT_BATCH * sizeof(SubTransactionId));
+	}
 	if (ix->npending == 0)
 		ix->pending_since = lsn;
 	ix->pending[ix->npending].hash = hash;
 	ix->pending[ix->npending].tid = tid;
 	ix->pending[ix->npending].flags = 0;
+	ix->pending_subids[ix->npending] = GetCurrentSubTransactionId();
 	any_pending = true;
 	if (++ix->npending == PMHASH_INSERT_BATCH)
-		flush_pending(ix);
+		pmhash_log_pending(ix);
 }
 
 /* Remove an index file and everything that refers to it. */
@@ -331,6 +355,10 @@ subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 	{
 		case SUBXACT_EVENT_ABORT_SUB:
 			pmhash_leave_all();
+			/* its tuples are dead; a removal of their entries may be logged already */
+			aborted_subid = mySubid;
+			if (any_pending)
+				pmhash_foreach_local(discard_aborted_pending);
 			remove_created(mySubid);
 			/* drops of the aborted subtransaction do not happen */
 			foreach(lc, commit_unlinks)

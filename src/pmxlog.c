@@ -95,6 +95,8 @@ log_entries(const RelFileNode *node, uint8 info, uint32 shard, double fill,
 	XLogRecPtr	lsn;
 
 	len = pmh_encode_entries(entries, count, info == XLOG_PMHASH_REBUILD, encoded);
+	/* no uninitialized padding goes into the WAL */
+	memset(&xlrec, 0, sizeof(xlrec));
 	xlrec.entries.node = *node;
 	xlrec.entries.shard = shard;
 	xlrec.entries.fill_permille = (uint32) (fill * 1000);

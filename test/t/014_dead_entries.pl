@@ -8,7 +8,9 @@
 # hash's VACUUM_ONE_PAGE does.  The heap pages hold 5 rows each and keep
 # enough free space that the primary never prunes them, so the KILL record
 # is the only one that can raise the conflict.  Then the standby's index
-# holds what the primary's does, and its scans agree with a seqscan.
+# holds what the primary's does, and its scans agree with a seqscan.  Last,
+# a removal of the entry of a row whose subtransaction rolled back, while
+# its transaction goes on: replay must not bring the entry back.
 use strict;
 use warnings;
 
@@ -96,6 +98,38 @@ for my $kind ([ 'index', 'SET enable_seqscan = off; SET enable_bitmapscan = off;
 }
 is($standby->safe_psql('postgres', "SELECT pmhash_verify('dk_k')"),
 	$ROWS - $PER_KEY, 'pmhash_verify passes on the standby');
+
+# A row inserted in a subtransaction that rolled back is dead to every
+# transaction while its transaction goes on.  An index scan removes its
+# entry then, and logs the removal; the transaction's INSERT record comes
+# at its commit and must not hold that entry, or replay (on the standby,
+# and in crash recovery) would add it back after the removal.
+my $entries = "SELECT entries FROM pmhash_stats('dk_k')";
+my $session = $primary->background_psql('postgres');
+$session->query_safe("BEGIN; SAVEPOINT a; INSERT INTO dk VALUES (5001, 999, 'gone'); "
+	  . "ROLLBACK TO a; INSERT INTO dk VALUES (5002, 998, 'kept');");
+is($primary->safe_psql('postgres',
+		"SET enable_seqscan = off; SET enable_bitmapscan = off; "
+		  . "SELECT count(*) FROM dk WHERE k = 999"),
+	'0', 'the rolled back row is not found');
+is($primary->safe_psql('postgres', $entries), $ROWS - $PER_KEY + 1,
+	"the scan removed the rolled back row's entry, the open transaction's other entry stays");
+$session->query_safe('COMMIT');
+$session->quit;
+$primary->wait_for_catchup($standby);
+is($standby->safe_psql('postgres', $entries), $ROWS - $PER_KEY + 1,
+	"the standby's index holds what the primary's does: the rolled back row's entry did not come back");
+$primary->stop('immediate');
+start_node($primary);
+is($primary->safe_psql('postgres', $entries), $ROWS - $PER_KEY + 1,
+	"after crash recovery the primary's index holds the same entries");
+is($primary->safe_psql('postgres', "SELECT pmhash_verify('dk_k')"),
+	$primary->safe_psql('postgres', "SELECT count(k) FROM dk"),
+	'pmhash_verify on the recovered primary counts exactly the rows');
+$primary->wait_for_catchup($standby);
+is($standby->safe_psql('postgres', "SELECT pmhash_verify('dk_k')"),
+	$standby->safe_psql('postgres', "SELECT count(k) FROM dk"),
+	'pmhash_verify on the standby counts exactly the rows');
 
 $standby->stop;
 $primary->stop;
