@@ -136,6 +136,32 @@ count_entries(PmhashLocal *ix)
 	return total;
 }
 
+/*
+ * Delete what ops condemn from a shard's segment (its lock held), count the
+ * removal in the shard's removals, and log the removed entries: DELETE, or
+ * KILL with the conflict horizon for a scan's removal.
+ */
+static PmhStatus
+delete_logged(PmhashLocal *ix, uint32 shard, const PmhSegment *seg, const PmhDeleteOps *ops,
+			  VacuumState *vs, bool kill, TransactionId horizon, uint64 *removed)
+{
+	PmhashShardState *state = &ix->share->shards[shard];
+	PmhStatus	st;
+
+	vs->nremoved = 0;
+	st = pmh_bulk_delete(seg, ops, ix->logged ? GetXLogInsertRecPtr() : 0, &ix->persist,
+						 &state->counts, removed);
+	if (*removed > 0)
+	{
+		/* a probe that sees the new count sees the removal */
+		pg_write_barrier();
+		state->removals++;
+	}
+	if (vs->nremoved > 0)
+		pmhash_log_delete(&ix->node, shard, kill, horizon, vs->removed, vs->nremoved);
+	return st;
+}
+
 /* Remove dead entries from one shard, log them, and shrink it if sparse. */
 static uint64
 vacuum_shard(PmhashLocal *ix, uint32 shard, VacuumState *vs)
@@ -152,18 +178,7 @@ vacuum_shard(PmhashLocal *ix, uint32 shard, VacuumState *vs)
 	pmhash_shard_segment(ix, shard, &seg);
 	if (seg.unit != 0)
 	{
-		vs->nremoved = 0;
-		st = pmh_bulk_delete(&seg, &ops, ix->logged ? GetXLogInsertRecPtr() : 0,
-							 &ix->persist, &state->counts, &removed);
-		if (removed > 0)
-		{
-			/* a probe that sees the new count sees the removal */
-			pg_write_barrier();
-			state->removals++;
-		}
-		if (vs->nremoved > 0)
-			pmhash_log_delete(&ix->node, shard, false, InvalidTransactionId, vs->removed,
-							  vs->nremoved);
+		st = delete_logged(ix, shard, &seg, &ops, vs, false, InvalidTransactionId, &removed);
 		if (st == PMH_OK &&
 			(state->counts.entries == 0 || pmh_needs_shrink(&state->counts, &seg)))
 		{
@@ -382,16 +397,7 @@ pmhash_remove_killed(Relation index, Relation heap, PmhashKilled *killed)
 	if (vs.nkilled > 0 && seg.unit != 0 && ix->share_gen == killed->share_gen &&
 		state->removals == killed->removals)
 	{
-		st = pmh_bulk_delete(&seg, &ops, ix->logged ? GetXLogInsertRecPtr() : 0,
-							 &ix->persist, &state->counts, &removed);
-		if (removed > 0)
-		{
-			/* a probe that sees the new count sees the removal */
-			pg_write_barrier();
-			state->removals++;
-		}
-		if (vs.nremoved > 0)
-			pmhash_log_delete(&ix->node, shard, true, horizon, vs.removed, vs.nremoved);
+		st = delete_logged(ix, shard, &seg, &ops, &vs, true, horizon, &removed);
 		pmhash_sync_or_leave(ix);
 	}
 	LWLockRelease(lock);
