@@ -138,35 +138,11 @@ PY
 }
 
 main() {
-	local start=$SECONDS rep am order=$AMS
 	mkdir -p "$OUT"
 	rm -f "$MD"
 	exec > >(tee "$OUT/dead_entries.log") 2>&1
 	echo "am,rep,before_ms,first_ms,second_ms,after_ms,entries_before,entries_after" >"$RAW"
-	: >"$META"
-	meta started "$(date -u '+%Y-%m-%d %H:%M:%S UTC')"
-	meta commit "$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)"
-	meta parameters "ROWS=$ROWS DEAD=$DEAD KEY=$KEY REPS=$REPS"
-	install_packages
-	[ -n "${SKIP_BUILD:-}" ] || build_install "" || die "building pmhash failed"
-	trap cleanup EXIT
-	WORK=$(mktemp -d /tmp/pmhash-dead-XXXXXX)
-	start_cluster "$WORK" pmem ||
-		die "the cluster did not start (see $WORK/server.log)"
-	psql -XAtq -v ON_ERROR_STOP=1 -c "CREATE DATABASE bench" || die "CREATE DATABASE failed"
-	bpsql -c "CREATE EXTENSION pmhash" || die "CREATE EXTENSION failed"
-	record_load start
-	for rep in $(seq 1 "$REPS"); do
-		echo "== repetition $rep of $REPS"
-		for am in $order; do
-			run_one "$am" "$rep"
-		done
-		order="${order#* } ${order%% *}"
-	done
-	record_load end
-	cleanup
-	meta runtime_s $((SECONDS - start))
-	report || die "the report failed"
+	run_rotated "ROWS=$ROWS DEAD=$DEAD KEY=$KEY REPS=$REPS" dead
 }
 
 main "$@"
