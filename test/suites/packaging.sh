@@ -16,13 +16,14 @@ WORK=${1:?usage: packaging.sh WORKDIR}/packaging
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 source "$REPO/test/lib/common.sh"
 SCHEMA=$REPO/test/packaging/meta-spec-1.0.0.json
+PYTHON=/usr/bin/python3  # Debian's, where python3-jsonschema installs
 
 rm -rf "$WORK"
 mkdir -p "$WORK"
 
 # Validate the JSON file $1 against the schema; print the first error.
 validate() {
-	python3 - "$SCHEMA" "$1" <<'PY'
+	"$PYTHON" - "$SCHEMA" "$1" <<'PY'
 import json, sys
 import jsonschema
 
