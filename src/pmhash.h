@@ -175,6 +175,14 @@ typedef struct PmhashKilled
 	int			maxtids;
 } PmhashKilled;
 
+/* Who removed entries from a shard, which says how replay finds them. */
+typedef enum PmhashRemoval
+{
+	PMHASH_REMOVAL_VACUUM,		/* dead rows and phantoms on unused TIDs: by TID */
+	PMHASH_REMOVAL_KILL,		/* rows a scan found dead: by TID, with a horizon */
+	PMHASH_REMOVAL_PHANTOMS		/* phantoms on TIDs the heap reused: by hash and TID */
+} PmhashRemoval;
+
 /* Reads keys of heap tuples as an index computes them (pmkey.c). */
 typedef struct PmhashKeyReader
 {
@@ -185,6 +193,7 @@ typedef struct PmhashKeyReader
 	FmgrInfo   *eq;				/* each column's equality function */
 	EState	   *estate;			/* for expressions, else NULL */
 	bool		owns_expressions;	/* prepared the expressions in estate */
+	ExprState  *predicate;		/* a partial index's, in estate, else NULL */
 	TupleTableSlot *slot;
 	struct IndexFetchTableData *fetch;
 } PmhashKeyReader;
@@ -377,6 +386,8 @@ extern void pmhash_key_reader_begin(PmhashKeyReader *kr, Relation heap, Relation
 extern bool pmhash_key_read(PmhashKeyReader *kr, ItemPointer tid, Snapshot snapshot, Datum *key,
 							bool *all_dead);
 extern bool pmhash_key_read_live(PmhashKeyReader *kr, ItemPointer tid, Datum *key);
+extern bool pmhash_key_chain_holds(PmhashKeyReader *kr, ItemPointer tid, uint32 hash,
+								   uint32 shard_bits);
 extern bool pmhash_keys_equal(PmhashKeyReader *kr, const Datum *a, const Datum *b);
 extern Datum *pmhash_key_copy(Relation index, const Datum *key);
 extern char *pmhash_key_description(Relation index, const Datum *key);
@@ -391,7 +402,7 @@ extern XLogRecPtr pmhash_log_inserts(const RelFileNode *node, const PmhEntry *en
 								  uint32 count, XLogRecPtr since);
 extern XLogRecPtr pmhash_log_rebuild(const RelFileNode *node, uint32 shard, double fill,
 								  const PmhEntry *entries, uint64 count);
-extern XLogRecPtr pmhash_log_delete(const RelFileNode *node, uint32 shard, bool kill,
+extern XLogRecPtr pmhash_log_delete(const RelFileNode *node, uint32 shard, PmhashRemoval removal,
 								 TransactionId conflict_horizon, PmhEntry *entries,
 								 uint64 count);
 extern XLogRecPtr pmhash_log_copy(const RelFileNode *from, const RelFileNode *to);

@@ -3,7 +3,8 @@
  * pmkey.c
  *	  Keys of heap tuples, computed as the index computes them, and their
  *	  comparison with the operator class's equality operator: what unique
- *	  indexes need, since a pmhash index stores hash codes, not keys.
+ *	  indexes and the check of entries a crash left unverified need, since
+ *	  a pmhash index stores hash codes, not keys.
  *
  * Copyright (c) 2026, pmhash developers
  *
@@ -62,20 +63,49 @@ pmhash_key_reader_begin(PmhashKeyReader *kr, Relation heap, Relation index, Inde
 	kr->heap = heap;
 	kr->index = index;
 	kr->info = info;
-	kr->estate = info->ii_Expressions != NIL ? CreateExecutorState() : NULL;
+	kr->estate = info->ii_Expressions != NIL || info->ii_Predicate != NIL ?
+		CreateExecutorState() : NULL;
 	/* expression states prepared in our executor state die with it */
 	kr->owns_expressions = info->ii_Expressions != NIL && info->ii_ExpressionsState == NIL;
+	kr->predicate = info->ii_Predicate != NIL ?
+		ExecPrepareQual(info->ii_Predicate, kr->estate) : NULL;
 	kr->slot = table_slot_create(heap, NULL);
 	kr->fetch = table_index_fetch_begin(heap);
 }
 
 /*
+ * Fetch the next tuple of the HOT chain at *htid that snapshot accepts
+ * (table_index_fetch_tuple's protocol: *call_again false for the first);
+ * false at the chain's end.  *in_predicate says whether the tuple
+ * satisfies the index's predicate (always, for an index without one); then
+ * key and isnull (room for INDEX_MAX_KEYS) have its key.
+ */
+static bool
+fetch_key(PmhashKeyReader *kr, ItemPointer htid, Snapshot snapshot, bool *call_again,
+		  Datum *key, bool *isnull, bool *in_predicate, bool *all_dead)
+{
+	*in_predicate = false;
+	if (kr->estate != NULL)
+		ResetPerTupleExprContext(kr->estate);
+	if (!table_index_fetch_tuple(kr->fetch, htid, snapshot, kr->slot, call_again, all_dead))
+		return false;
+	if (kr->estate != NULL)
+		GetPerTupleExprContext(kr->estate)->ecxt_scantuple = kr->slot;
+	if (kr->predicate != NULL && !ExecQual(kr->predicate, GetPerTupleExprContext(kr->estate)))
+		return true;
+	FormIndexDatum(kr->info, kr->slot, kr->estate, key, isnull);
+	*in_predicate = true;
+	return true;
+}
+
+/*
  * Read the key of the tuple an index entry points to into key (room for
  * INDEX_MAX_KEYS): the first tuple of its HOT chain that snapshot accepts.
- * False if there is none, or if a column of its key is NULL (such a key
- * equals no other); then *all_dead, if asked for, says whether the whole
- * chain is dead to every transaction.  By-reference values stay valid
- * until the next read or release.
+ * False if there is none, if it is outside a partial index's predicate, or
+ * if a column of its key is NULL (such a key equals no other); then
+ * *all_dead, if asked for, says whether the whole chain is dead to every
+ * transaction.  By-reference values stay valid until the next read or
+ * release.
  */
 bool
 pmhash_key_read(PmhashKeyReader *kr, ItemPointer tid, Snapshot snapshot, Datum *key,
@@ -83,23 +113,49 @@ pmhash_key_read(PmhashKeyReader *kr, ItemPointer tid, Snapshot snapshot, Datum *
 {
 	ItemPointerData htid = *tid;
 	bool		call_again = false;
+	bool		in_predicate;
 	bool		isnull[INDEX_MAX_KEYS];
 
-	if (kr->estate != NULL)
-		ResetPerTupleExprContext(kr->estate);
 	if (all_dead)
 		*all_dead = false;
-	if (!table_index_fetch_tuple(kr->fetch, &htid, snapshot, kr->slot, &call_again, all_dead))
+	if (!fetch_key(kr, &htid, snapshot, &call_again, key, isnull, &in_predicate, all_dead) ||
+		!in_predicate)
 		return false;
-	if (kr->estate != NULL)
-		GetPerTupleExprContext(kr->estate)->ecxt_scantuple = kr->slot;
-	FormIndexDatum(kr->info, kr->slot, kr->estate, key, isnull);
 	for (int i = 0; i < kr->nkeys; i++)
 	{
 		if (isnull[i])
 			return false;
 	}
 	return true;
+}
+
+/*
+ * Whether the index holds an entry of hash for some tuple, live or dead,
+ * of the HOT chain at tid, by the rules of an insert (pmhashinsert): the
+ * tuple satisfies the predicate, its first key column is not NULL, and its
+ * key hashes to what a slot of a file with shard_bits keeps of hash.
+ * Every member is tried, since members of a chain HOT-updated before
+ * CREATE INDEX CONCURRENTLY may differ in key.
+ */
+bool
+pmhash_key_chain_holds(PmhashKeyReader *kr, ItemPointer tid, uint32 hash, uint32 shard_bits)
+{
+	ItemPointerData htid = *tid;
+	bool		call_again = false;
+	bool		in_predicate;
+	Datum		key[INDEX_MAX_KEYS];
+	bool		isnull[INDEX_MAX_KEYS];
+	uint32		code = pmh_canonical_hash(hash, shard_bits);
+
+	while (fetch_key(kr, &htid, SnapshotAny, &call_again, key, isnull, &in_predicate, NULL))
+	{
+		if (in_predicate && !isnull[0] &&
+			pmh_canonical_hash(pmhash_hash_key(kr->index, key, isnull), shard_bits) == code)
+			return true;
+		if (!call_again)
+			break;
+	}
+	return false;
 }
 
 /*

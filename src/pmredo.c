@@ -142,30 +142,38 @@ redo_insert(XLogReaderState *record)
 	pmhash_leave();
 }
 
+/* The entries a replayed deletion names: sorted by TID, or by hash and TID if exact. */
 typedef struct DeletedSet
 {
 	PmhEntry   *entries;
 	uint64		count;
+	bool		exact;			/* only entries of these hashes go */
+	uint32		shard_bits;		/* of the file, for comparing hashes */
 } DeletedSet;
 
-/* Replay callback: whether a TID is among the deleted ones. */
+/* Replay callback: whether an entry is among the deleted ones. */
 static int
-in_deleted_set(void *arg, PmhTid tid)
+in_deleted_set(void *arg, uint32 hash, PmhTid tid)
 {
 	DeletedSet *set = arg;
 	PmhEntry	key;
 
 	key.tid = tid;
-	return bsearch(&key, set->entries, set->count, sizeof(PmhEntry), pmhash_entry_tid_cmp) != NULL;
+	if (!set->exact)
+		return bsearch(&key, set->entries, set->count, sizeof(PmhEntry),
+					   pmhash_entry_tid_cmp) != NULL;
+	key.hash = pmh_canonical_hash(hash, set->shard_bits);
+	return bsearch(&key, set->entries, set->count, sizeof(PmhEntry),
+				   pmh_entry_cmp) != NULL;
 }
 
 /*
- * Replay a deletion by VACUUM or, kill true, by a scan (first resolving
- * the conflicts with hot-standby queries that may still need the rows):
- * one pass over the shard, deleting by set.
+ * Replay a deletion by VACUUM (DELETE, or DELETE_EXACT of phantoms) or by
+ * a scan (KILL, first resolving the conflicts with hot-standby queries
+ * that may still need the rows): one pass over the shard, deleting by set.
  */
 static void
-redo_delete(XLogReaderState *record, bool kill)
+redo_delete(XLogReaderState *record, uint8 info)
 {
 	xl_pmhash_entries *xlrec = (xl_pmhash_entries *) XLogRecGetData(record);
 	PmhashLocal   *ix;
@@ -173,7 +181,7 @@ redo_delete(XLogReaderState *record, bool kill)
 	DeletedSet	set;
 	PmhDeleteOps ops = {in_deleted_set, NULL, NULL, &set};
 
-	if (kill && InHotStandby)
+	if (info == XLOG_PMHASH_KILL && InHotStandby)
 	{
 		TransactionId horizon = ((xl_pmhash_kill *) xlrec)->conflict_horizon;
 
@@ -184,12 +192,22 @@ redo_delete(XLogReaderState *record, bool kill)
 	if (ix == NULL)
 		return;
 	set.count = xlrec->count;
-	set.entries = record_entries(record, false,
-								 kill ? sizeof(xl_pmhash_kill) : sizeof(xl_pmhash_entries));
+	set.exact = info == XLOG_PMHASH_DELETE_EXACT;
+	set.shard_bits = ix->table.shard_bits;
+	set.entries = record_entries(record, set.exact,
+								 info == XLOG_PMHASH_KILL ? sizeof(xl_pmhash_kill) :
+								 sizeof(xl_pmhash_entries));
 	if (set.entries == NULL)
 	{
 		pmhash_leave();
 		return;
+	}
+	/* hashes as a segment of this file keeps them, in the callback's order */
+	if (set.exact)
+	{
+		for (uint64 i = 0; i < set.count; i++)
+			set.entries[i].hash = pmh_canonical_hash(set.entries[i].hash, set.shard_bits);
+		qsort(set.entries, set.count, sizeof(PmhEntry), pmh_entry_cmp);
 	}
 
 	state = &ix->share->shards[xlrec->shard];
@@ -298,10 +316,9 @@ pmhash_redo(XLogReaderState *record)
 			redo_insert(record);
 			break;
 		case XLOG_PMHASH_DELETE:
-			redo_delete(record, false);
-			break;
+		case XLOG_PMHASH_DELETE_EXACT:
 		case XLOG_PMHASH_KILL:
-			redo_delete(record, true);
+			redo_delete(record, info);
 			break;
 		case XLOG_PMHASH_REBUILD:
 			redo_rebuild(record);
@@ -353,6 +370,7 @@ pmhash_desc(StringInfo buf, XLogReaderState *record)
 				break;
 			}
 		case XLOG_PMHASH_DELETE:
+		case XLOG_PMHASH_DELETE_EXACT:
 		case XLOG_PMHASH_REBUILD:
 		case XLOG_PMHASH_KILL:
 			{
@@ -406,6 +424,8 @@ pmhash_identify(uint8 info)
 			return "BUILT";
 		case XLOG_PMHASH_KILL:
 			return "KILL";
+		case XLOG_PMHASH_DELETE_EXACT:
+			return "DELETE_EXACT";
 	}
 	return NULL;
 }

@@ -8,9 +8,12 @@
  * without waiting.  Each bucket whose entries die gets one commit-word
  * store, and the removed entries of a shard are WAL-logged as one record.
  * An unverified entry is removed if its TID lies past the end of the heap
- * or on an unused line pointer (a phantom of a crash), and confirmed
- * otherwise.  A shard left nearly empty is rebuilt smaller, an empty one
- * gives its segment back.  Everything is durable before ambulkdelete
+ * or on an unused line pointer (a phantom of a crash); otherwise, once the
+ * shard's lock is released, the HOT chain at its TID is asked whether the
+ * index would hold an entry of its hash for one of its tuples (the heap may
+ * have given a phantom's TID to a new row), and a second visit of the
+ * shard removes or confirms it.  A shard left nearly empty is rebuilt
+ * smaller, an empty one gives its segment back.  Everything is durable before ambulkdelete
  * returns, because the heap reuses the dead TIDs right after.
  *
  * Between VACUUMs, index scans remove the entries of rows they find dead
@@ -32,12 +35,21 @@
 #include "catalog/index.h"
 #include "commands/vacuum.h"
 #include "lib/qunique.h"
+#include "miscadmin.h"
 #include "storage/bufmgr.h"
 #include "storage/bufpage.h"
 #include "storage/lmgr.h"
 #include "utils/rel.h"
 
 #include "pmhash.h"
+
+/* An unverified entry on a used line pointer, to be judged without the shard lock. */
+typedef struct Suspect
+{
+	ItemPointerData tid;
+	uint32		hash;
+	bool		phantom;		/* no tuple of its chain has its hash */
+} Suspect;
 
 typedef struct VacuumState
 {
@@ -46,6 +58,13 @@ typedef struct VacuumState
 	Relation	index;
 	Relation	heap;			/* opened when an unverified entry needs it */
 	BlockNumber heap_blocks;
+	uint32		shard_bits;		/* of the file, for comparing hashes */
+	Suspect    *suspects;		/* of the shard being visited */
+	int			nsuspects;
+	int			maxsuspects;
+	bool		judged;			/* suspects hold verdicts, sorted */
+	IndexInfo  *info;			/* for reader, set up for the first judgment */
+	PmhashKeyReader reader;
 	PmhEntry   *removed;		/* removed entries of the shard, for WAL */
 	uint64		nremoved;
 	uint64		maxremoved;
@@ -56,9 +75,9 @@ typedef struct VacuumState
 /* TIDs confirmed dead by the heap in one call (TM_IndexDelete.id is int16) */
 #define CONFIRM_BATCH		1024
 
-/* Core callback: whether VACUUM reports a TID dead. */
+/* Core callback: whether VACUUM reports an entry's TID dead. */
 static int
-tid_is_dead(void *arg, PmhTid tid)
+tid_is_dead(void *arg, uint32 hash pg_attribute_unused(), PmhTid tid)
 {
 	VacuumState *vs = arg;
 	ItemPointerData ip;
@@ -67,9 +86,9 @@ tid_is_dead(void *arg, PmhTid tid)
 	return vs->callback(&ip, vs->callback_state);
 }
 
-/* Core callback: whether a TID is among those a scan found dead. */
+/* Core callback: whether an entry's TID is among those a scan found dead. */
 static int
-tid_is_killed(void *arg, PmhTid tid)
+tid_is_killed(void *arg, uint32 hash pg_attribute_unused(), PmhTid tid)
 {
 	VacuumState *vs = arg;
 	ItemPointerData ip;
@@ -78,16 +97,62 @@ tid_is_killed(void *arg, PmhTid tid)
 	return bsearch(&ip, vs->killed, vs->nkilled, sizeof(ItemPointerData), pmhash_tid_cmp) != NULL;
 }
 
-/* Core callback: whether an unverified TID points at nothing in the heap. */
+/* Order of suspects: by TID, then by hash. */
 static int
-tid_is_phantom(void *arg, PmhTid tid)
+suspect_cmp(const void *a, const void *b)
+{
+	const Suspect *x = a;
+	const Suspect *y = b;
+	int			c = ItemPointerCompare((ItemPointer) &x->tid, (ItemPointer) &y->tid);
+
+	if (c != 0)
+		return c;
+	return x->hash < y->hash ? -1 : x->hash > y->hash;
+}
+
+/* Set an unverified entry aside to be judged after the shard's lock is released. */
+static void
+add_suspect(VacuumState *vs, uint32 hash, PmhTid tid)
+{
+	if (vs->nsuspects == vs->maxsuspects)
+	{
+		vs->maxsuspects = Max(64, vs->maxsuspects * 2);
+		vs->suspects = vs->suspects ?
+			repalloc_huge(vs->suspects, (Size) vs->maxsuspects * sizeof(Suspect)) :
+			palloc(vs->maxsuspects * sizeof(Suspect));
+	}
+	memcpy(&vs->suspects[vs->nsuspects].tid, &tid, sizeof(ItemPointerData));
+	vs->suspects[vs->nsuspects].hash = pmh_canonical_hash(hash, vs->shard_bits);
+	vs->suspects[vs->nsuspects].phantom = false;
+	vs->nsuspects++;
+}
+
+/*
+ * Core callback, for an unverified entry: on a first visit, a phantom if
+ * its TID points at nothing in the heap, else undecided and set aside; on
+ * the second, the judgment of judge_suspects.
+ */
+static PmhPhantomVerdict
+entry_verdict(void *arg, uint32 hash, PmhTid tid)
 {
 	VacuumState *vs = arg;
 	BlockNumber block = pmh_tid_block(tid);
 	Buffer		buf;
 	Page		page;
-	bool		phantom;
+	bool		unused;
 
+	if (vs->judged)
+	{
+		Suspect		key;
+		Suspect    *found;
+
+		memcpy(&key.tid, &tid, sizeof(ItemPointerData));
+		key.hash = pmh_canonical_hash(hash, vs->shard_bits);
+		found = bsearch(&key, vs->suspects, vs->nsuspects, sizeof(Suspect), suspect_cmp);
+		if (found == NULL)
+			return PMH_VERDICT_UNDECIDED;
+		return found->phantom ? PMH_VERDICT_PHANTOM : PMH_VERDICT_REAL;
+	}
 	if (vs->heap == NULL)
 	{
 		vs->heap = table_open(IndexGetRelation(RelationGetRelid(vs->index), false),
@@ -95,14 +160,42 @@ tid_is_phantom(void *arg, PmhTid tid)
 		vs->heap_blocks = RelationGetNumberOfBlocks(vs->heap);
 	}
 	if (block >= vs->heap_blocks)
-		return 1;
+		return PMH_VERDICT_PHANTOM;
 	buf = ReadBuffer(vs->heap, block);
 	LockBuffer(buf, BUFFER_LOCK_SHARE);
 	page = BufferGetPage(buf);
-	phantom = tid.offset > PageGetMaxOffsetNumber(page) ||
+	unused = tid.offset > PageGetMaxOffsetNumber(page) ||
 		!ItemIdIsUsed(PageGetItemId(page, tid.offset));
 	UnlockReleaseBuffer(buf);
-	return phantom;
+	if (unused)
+		return PMH_VERDICT_PHANTOM;
+	add_suspect(vs, hash, tid);
+	return PMH_VERDICT_UNDECIDED;
+}
+
+/*
+ * Judge the suspects of a shard, without its lock: a suspect is a phantom
+ * unless some tuple of the HOT chain at its TID, live or dead, has a key
+ * that the index holds under its hash (src/README, Durability hazards).
+ */
+static void
+judge_suspects(VacuumState *vs)
+{
+	if (vs->info == NULL)
+	{
+		vs->info = BuildIndexInfo(vs->index);
+		pmhash_key_reader_begin(&vs->reader, vs->heap, vs->index, vs->info);
+	}
+	for (int i = 0; i < vs->nsuspects; i++)
+	{
+		Suspect    *s = &vs->suspects[i];
+
+		CHECK_FOR_INTERRUPTS();
+		s->phantom = !pmhash_key_chain_holds(&vs->reader, &s->tid, s->hash, vs->shard_bits);
+	}
+	pmhash_key_reader_release(&vs->reader);
+	qsort(vs->suspects, vs->nsuspects, sizeof(Suspect), suspect_cmp);
+	vs->judged = true;
 }
 
 /* Core callback: remember a removed entry for the shard's WAL record. */
@@ -138,12 +231,12 @@ count_entries(PmhashLocal *ix)
 
 /*
  * Delete what ops condemn from a shard's segment (its lock held), count the
- * removal in the shard's removals, and log the removed entries: DELETE, or
- * KILL with the conflict horizon for a scan's removal.
+ * removal in the shard's removals, and log the removed entries as removal
+ * says (with the conflict horizon for a scan's removal).
  */
 static PmhStatus
 delete_logged(PmhashLocal *ix, uint32 shard, const PmhSegment *seg, const PmhDeleteOps *ops,
-			  VacuumState *vs, bool kill, TransactionId horizon, uint64 *removed)
+			  VacuumState *vs, PmhashRemoval removal, TransactionId horizon, uint64 *removed)
 {
 	PmhashShardState *state = &ix->share->shards[shard];
 	PmhStatus	st;
@@ -158,7 +251,7 @@ delete_logged(PmhashLocal *ix, uint32 shard, const PmhSegment *seg, const PmhDel
 		state->removals++;
 	}
 	if (vs->nremoved > 0)
-		pmhash_log_delete(&ix->node, shard, kill, horizon, vs->removed, vs->nremoved);
+		pmhash_log_delete(&ix->node, shard, removal, horizon, vs->removed, vs->nremoved);
 	return st;
 }
 
@@ -168,7 +261,7 @@ vacuum_shard(PmhashLocal *ix, uint32 shard, VacuumState *vs)
 {
 	PmhashShardState *state = &ix->share->shards[shard];
 	LWLock	   *lock = pmhash_shard_lock(ix->share, shard);
-	PmhDeleteOps ops = {vs->callback ? tid_is_dead : NULL, tid_is_phantom,
+	PmhDeleteOps ops = {vs->callback ? tid_is_dead : NULL, entry_verdict,
 	ix->logged ? note_removed : NULL, vs};
 	uint64		removed = 0;
 	PmhSegment	seg;
@@ -178,7 +271,8 @@ vacuum_shard(PmhashLocal *ix, uint32 shard, VacuumState *vs)
 	pmhash_shard_segment(ix, shard, &seg);
 	if (seg.unit != 0)
 	{
-		st = delete_logged(ix, shard, &seg, &ops, vs, false, InvalidTransactionId, &removed);
+		st = delete_logged(ix, shard, &seg, &ops, vs, PMHASH_REMOVAL_VACUUM, InvalidTransactionId,
+						   &removed);
 		if (st == PMH_OK &&
 			(state->counts.entries == 0 || pmh_needs_shrink(&state->counts, &seg)))
 		{
@@ -190,6 +284,33 @@ vacuum_shard(PmhashLocal *ix, uint32 shard, VacuumState *vs)
 	}
 	LWLockRelease(lock);
 	/* what was removed elsewhere in the shard is logged; the damage stays */
+	if (st == PMH_CORRUPT)
+		pmhash_raise_shard_damaged(RelationGetRelationName(vs->index), shard);
+	return removed;
+}
+
+/*
+ * Visit a shard again to remove the judged suspects that are phantoms and
+ * confirm the others.  The judgments hold: a line pointer in use is freed
+ * only once VACUUM removed its entries, and a new row that took a
+ * phantom's TID since confirmed it if it has its hash (src/README,
+ * Durability hazards).  Nothing is done if the file was attached again.
+ */
+static uint64
+settle_suspects(PmhashLocal *ix, uint32 shard, uint64 share_gen, VacuumState *vs)
+{
+	LWLock	   *lock = pmhash_shard_lock(ix->share, shard);
+	PmhDeleteOps ops = {NULL, entry_verdict, ix->logged ? note_removed : NULL, vs};
+	uint64		removed = 0;
+	PmhSegment	seg;
+	PmhStatus	st = PMH_OK;
+
+	LWLockAcquire(lock, LW_EXCLUSIVE);
+	pmhash_shard_segment(ix, shard, &seg);
+	if (seg.unit != 0 && ix->share_gen == share_gen)
+		st = delete_logged(ix, shard, &seg, &ops, vs, PMHASH_REMOVAL_PHANTOMS, InvalidTransactionId,
+						   &removed);
+	LWLockRelease(lock);
 	if (st == PMH_CORRUPT)
 		pmhash_raise_shard_damaged(RelationGetRelationName(vs->index), shard);
 	return removed;
@@ -214,10 +335,23 @@ vacuum_shards(Relation index, IndexBulkDeleteCallback callback, void *callback_s
 	pmhash_leave();
 	for (uint32 s = 0; s < nshards; s++)
 	{
+		uint64		share_gen;
+
 		ix = pmhash_open(index, NULL);
+		share_gen = ix->share_gen;
+		vs.shard_bits = ix->table.shard_bits;
+		vs.nsuspects = 0;
+		vs.judged = false;
 		if (callback != NULL || ix->share->shards[s].counts.unverified > 0)
 			removed += (double) vacuum_shard(ix, s, &vs);
 		pmhash_leave();
+		if (vs.nsuspects > 0)
+		{
+			judge_suspects(&vs);
+			ix = pmhash_open(index, NULL);
+			removed += (double) settle_suspects(ix, s, share_gen, &vs);
+			pmhash_leave();
+		}
 		vacuum_delay_point();
 	}
 	ix = pmhash_open(index, NULL);
@@ -225,10 +359,14 @@ vacuum_shards(Relation index, IndexBulkDeleteCallback callback, void *callback_s
 		pmhash_sync_dirty(ix);
 	*remaining = count_entries(ix);
 	pmhash_leave();
+	if (vs.info)
+		pmhash_key_reader_end(&vs.reader);
 	if (vs.heap)
 		table_close(vs.heap, AccessShareLock);
 	if (vs.removed)
 		pfree(vs.removed);
+	if (vs.suspects)
+		pfree(vs.suspects);
 	return removed;
 }
 
@@ -397,7 +535,7 @@ pmhash_remove_killed(Relation index, Relation heap, PmhashKilled *killed)
 	if (vs.nkilled > 0 && seg.unit != 0 && ix->share_gen == killed->share_gen &&
 		state->removals == killed->removals)
 	{
-		st = delete_logged(ix, shard, &seg, &ops, &vs, true, horizon, &removed);
+		st = delete_logged(ix, shard, &seg, &ops, &vs, PMHASH_REMOVAL_KILL, horizon, &removed);
 		pmhash_sync_or_leave(ix);
 	}
 	LWLockRelease(lock);

@@ -94,7 +94,9 @@ log_entries(const RelFileNode *node, uint8 info, uint32 shard, double fill,
 	size_t		len;
 	XLogRecPtr	lsn;
 
-	len = pmh_encode_entries(entries, count, info == XLOG_PMHASH_REBUILD, encoded);
+	len = pmh_encode_entries(entries, count,
+							 info == XLOG_PMHASH_REBUILD || info == XLOG_PMHASH_DELETE_EXACT,
+							 encoded);
 	/* no uninitialized padding goes into the WAL */
 	memset(&xlrec, 0, sizeof(xlrec));
 	xlrec.entries.node = *node;
@@ -122,17 +124,24 @@ pmhash_log_rebuild(const RelFileNode *node, uint32 shard, double fill,
 }
 
 /*
- * Log the entries VACUUM deleted from a shard (kill false), or those a
- * scan found dead to every transaction (kill true, with the conflict
- * horizon of hot-standby queries); sorted here by TID.
+ * Log the entries removed from a shard: by VACUUM (DELETE), by a scan that
+ * found their rows dead to every transaction (KILL, with the conflict
+ * horizon of hot-standby queries), or by VACUUM as phantoms on reused TIDs
+ * (DELETE_EXACT).  Sorted here as their encoding needs.
  */
 XLogRecPtr
-pmhash_log_delete(const RelFileNode *node, uint32 shard, bool kill, TransactionId conflict_horizon,
-				  PmhEntry *entries, uint64 count)
+pmhash_log_delete(const RelFileNode *node, uint32 shard, PmhashRemoval removal,
+				  TransactionId conflict_horizon, PmhEntry *entries, uint64 count)
 {
+	if (removal == PMHASH_REMOVAL_PHANTOMS)
+	{
+		qsort(entries, count, sizeof(PmhEntry), pmh_entry_cmp);
+		return log_entries(node, XLOG_PMHASH_DELETE_EXACT, shard, 0, InvalidTransactionId,
+						   entries, count);
+	}
 	qsort(entries, count, sizeof(PmhEntry), pmhash_entry_tid_cmp);
-	return log_entries(node, kill ? XLOG_PMHASH_KILL : XLOG_PMHASH_DELETE, shard, 0,
-					   conflict_horizon, entries, count);
+	return log_entries(node, removal == PMHASH_REMOVAL_KILL ? XLOG_PMHASH_KILL : XLOG_PMHASH_DELETE,
+					   shard, 0, conflict_horizon, entries, count);
 }
 
 /* Log that an index file was copied to a new relfilenode. */

@@ -27,6 +27,7 @@
 #define XLOG_PMHASH_COPY		0x40
 #define XLOG_PMHASH_BUILT		0x50
 #define XLOG_PMHASH_KILL		0x60
+#define XLOG_PMHASH_DELETE_EXACT	0x70
 
 typedef struct xl_pmhash_create
 {
@@ -57,8 +58,11 @@ typedef struct xl_pmhash_insert
 #define PACKED_ENTRY_SIZE	(sizeof(uint32) + sizeof(ItemPointerData))
 
 /*
- * DELETE and REBUILD: a shard and its entries, encoded by pmh_codec.c: for
- * DELETE only TIDs (sorted), for REBUILD the whole content (sorted by hash).
+ * DELETE, DELETE_EXACT and REBUILD: a shard and its entries, encoded by
+ * pmh_codec.c: for DELETE only TIDs (sorted), whose every entry in the
+ * shard goes; for DELETE_EXACT (hash, TID) pairs (sorted by hash), where
+ * other entries of those TIDs stay: phantoms of a crash on TIDs the heap
+ * gave to new rows; for REBUILD the whole content (sorted by hash).
  */
 typedef struct xl_pmhash_entries
 {

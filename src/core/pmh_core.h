@@ -98,15 +98,25 @@ typedef struct PmhCounts
 } PmhCounts;
 
 /*
- * What a bulk delete asks about entries: dead says whether VACUUM reports a
- * TID dead; phantom, for unverified entries, whether the TID is missing from
- * the heap (1: remove, 0: keep and mark verified); removed is told of every
- * entry removed.  Any may be NULL.
+ * What a bulk delete asks about entries: dead says whether an entry (its
+ * hash, as its segment keeps it, and TID) is to go, as VACUUM reports its
+ * TID dead or a replayed deletion names it; phantom, for unverified
+ * entries, whether the entry stands for
+ * no row of the heap (PMH_VERDICT_PHANTOM: remove, PMH_VERDICT_REAL: keep and mark
+ * verified, PMH_VERDICT_UNDECIDED: keep unverified); removed is told of every entry
+ * removed.  Any may be NULL.
  */
+typedef enum PmhPhantomVerdict
+{
+	PMH_VERDICT_REAL = 0,
+	PMH_VERDICT_PHANTOM = 1,
+	PMH_VERDICT_UNDECIDED = 2
+} PmhPhantomVerdict;
+
 typedef struct PmhDeleteOps
 {
-	int			(*dead) (void *arg, PmhTid tid);
-	int			(*phantom) (void *arg, PmhTid tid);
+	int			(*dead) (void *arg, uint32_t hash, PmhTid tid);
+	PmhPhantomVerdict (*phantom) (void *arg, uint32_t hash, PmhTid tid);
 	void		(*removed) (void *arg, uint32_t hash, PmhTid tid);
 	void	   *arg;
 } PmhDeleteOps;

@@ -375,15 +375,18 @@ pmh_image_place_run(const PmhSegment *seg, uint32_t code, PmhTid tid, uint16_t f
 
 /* The verdict of a bulk delete on one stored entry: 1 remove, 0 keep. */
 static int
-doomed(const PmhDeleteOps *ops, PmhTid tid, uint64_t bit, uint64_t *unverified)
+doomed(const PmhDeleteOps *ops, uint32_t hash, PmhTid tid, uint64_t bit, uint64_t *unverified)
 {
-	if (ops->dead && ops->dead(ops->arg, tid))
+	if (ops->dead && ops->dead(ops->arg, hash, tid))
 		return 1;
 	if ((*unverified & bit) && ops->phantom)
 	{
-		if (ops->phantom(ops->arg, tid))
+		PmhPhantomVerdict verdict = ops->phantom(ops->arg, hash, tid);
+
+		if (verdict == PMH_VERDICT_PHANTOM)
 			return 1;
-		*unverified &= ~bit;
+		if (verdict == PMH_VERDICT_REAL)
+			*unverified &= ~bit;
 	}
 	return 0;
 }
@@ -446,7 +449,7 @@ group_delete(const SlotGroup *g, const PmhDeleteOps *ops, uint64_t lsn,
 			if (pmh_is_chain_ref(tid))
 				continue;
 		}
-		if (doomed(ops, tid, bit, &unverified))
+		if (doomed(ops, group_hash(g, i), tid, bit, &unverified))
 		{
 			gone |= bit;
 			if (ops->removed)

@@ -305,19 +305,21 @@ add(MemTable *mt, Model *m, uint32_t hash)
 	CHECK(st == PMH_OK, "insert status %d", st);
 }
 
-/* Dead-TID callback over the model. */
+/* Dead-entry callback over the model. */
 static int
-model_dead(void *arg, PmhTid tid)
+model_dead(void *arg, uint32_t hash, PmhTid tid)
 {
 	Model	   *m = arg;
 
+	(void) hash;
 	return m->dead[index_of(tid)];
 }
 
-/* Dead-TID or phantom callback: the entries numbered from *arg on. */
+/* Dead-entry callback: the entries numbered from *arg on. */
 int
-entry_from(void *arg, PmhTid tid)
+entry_from(void *arg, uint32_t hash, PmhTid tid)
 {
+	(void) hash;
 	return index_of(tid) >= *(const uint64_t *) arg;
 }
 

@@ -57,7 +57,7 @@ extern void check_table(MemTable *mt, Model *m);
 extern void free_table(MemTable *mt, Model *m);
 extern void check_and_free(MemTable *mt, Model *m);
 extern void add(MemTable *mt, Model *m, uint32_t hash);
-extern int	entry_from(void *arg, PmhTid tid);
+extern int	entry_from(void *arg, uint32_t hash, PmhTid tid);
 extern uint64_t delete_dead(MemTable *mt, Model *m);
 
 /* test_match.c */

@@ -22,9 +22,10 @@
 
 /* Bulk-delete callback: every third entry is dead. */
 static int
-third_dead(void *arg, PmhTid tid)
+third_dead(void *arg, uint32_t hash, PmhTid tid)
 {
 	(void) arg;
+	(void) hash;
 	return tid.offset % 3 == 0;
 }
 
