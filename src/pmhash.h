@@ -454,7 +454,7 @@ extern void pmhash_syncer_main(Datum arg) pg_attribute_noreturn();
 extern void pmhash_xact_init(void);
 extern void pmhash_remember_created(const PmhashFileKey *key, Oid relid, const char *path);
 extern void pmhash_queue_insert(PmhashLocal *ix, uint32 hash, PmhTid tid, XLogRecPtr lsn);
-extern void pmhash_log_pending(PmhashLocal *ix);
+extern void pmhash_log_inserts_at_once(void);
 
 /* access method callbacks */
 extern IndexBuildResult *pmhashbuild(Relation heap, Relation index, IndexInfo *indexInfo);

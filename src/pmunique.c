@@ -258,9 +258,6 @@ pmhash_insert_unique(Relation index, Relation heap, IndexInfo *info, uint32 hash
 		ItemPointerData where;
 		Verdict		verdict;
 
-		/* a speculative insertion's tuple may die before its transaction ends */
-		if (inserted && check == UNIQUE_CHECK_PARTIAL)
-			pmhash_log_pending(ix);
 		pmhash_leave();
 		if (uc.corrupt)
 			pmhash_raise_shard_damaged(RelationGetRelationName(index), uc.shard);

@@ -14,7 +14,10 @@
  * BuildSpeculativeIndexInfo would: btree's by that function, pmhash's with
  * the operator class's equality operator under pmhash's own strategy
  * number.  Nothing in the catalogs or the relcache changes; why this is
- * safe is in src/README, Unique indexes.
+ * safe is in src/README, Unique indexes.  For every INSERT ... ON
+ * CONFLICT the hook also makes the transaction log its pmhash entries at
+ * once, since a speculative insertion may be undone while it goes on
+ * (src/README, Dead entries).
  *
  * Copyright (c) 2026, pmhash developers
  *
@@ -172,6 +175,8 @@ prepare_modify(ModifyTableState *mtstate)
 
 	if (plan->onConflictAction == ONCONFLICT_NONE || plan->operation != CMD_INSERT)
 		return;
+	/* a row it inserts may die before its transaction ends */
+	pmhash_log_inserts_at_once();
 	/* no pmhash indexes in a database without the extension */
 	pmhash_am = get_index_am_oid("pmhash", true);
 	if (!OidIsValid(pmhash_am))

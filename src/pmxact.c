@@ -53,15 +53,29 @@ static bool sweep_at_commit = false;
 static bool exit_callback_registered = false;
 static object_access_hook_type prev_object_access_hook = NULL;
 static bool any_pending = false;
+static bool log_at_once = false;	/* the transaction ran INSERT ... ON CONFLICT */
 
 /* WAL-log the inserted entries of one index that are not logged yet. */
-void
-pmhash_log_pending(PmhashLocal *ix)
+static void
+log_pending(PmhashLocal *ix)
 {
 	if (ix->npending == 0)
 		return;
 	pmhash_log_inserts(&ix->node, ix->pending, ix->npending, ix->pending_since);
 	ix->npending = 0;
+}
+
+/*
+ * Log every entry the transaction inserts from now on at once, not in a
+ * batch: it runs an INSERT ... ON CONFLICT, whose speculative insertion of
+ * a row may be undone by a conflict (the row dead to every transaction)
+ * while the transaction goes on, and a removal of the row's entry must not
+ * precede the entry's INSERT record (src/README, Dead entries).
+ */
+void
+pmhash_log_inserts_at_once(void)
+{
+	log_at_once = true;
 }
 
 /* Apply fn to every index that may hold unlogged entries, if any does. */
@@ -77,7 +91,7 @@ visit_pending(void (*fn) (PmhashLocal *ix))
 static void
 flush_pending_all(void)
 {
-	visit_pending(pmhash_log_pending);
+	visit_pending(log_pending);
 }
 
 /* Forget one index's unlogged entries (their transaction aborted). */
@@ -117,7 +131,8 @@ discard_aborted_pending(PmhashLocal *ix)
  * An entry whose tuple dies before its transaction ends (its subtransaction
  * aborts, or a speculative insertion is undone) must not be logged after a
  * removal of it: an aborted subtransaction's entries are forgotten, and a
- * speculative insertion logs its entry at once (src/README, Dead entries).
+ * transaction that runs INSERT ... ON CONFLICT logs its entries at once
+ * (src/README, Dead entries).
  */
 void
 pmhash_queue_insert(PmhashLocal *ix, uint32 hash, PmhTid tid, XLogRecPtr lsn)
@@ -135,8 +150,8 @@ pmhash_queue_insert(PmhashLocal *ix, uint32 hash, PmhTid tid, XLogRecPtr lsn)
 	ix->pending[ix->npending].flags = 0;
 	ix->pending_subids[ix->npending] = GetCurrentSubTransactionId();
 	any_pending = true;
-	if (++ix->npending == PMHASH_INSERT_BATCH)
-		pmhash_log_pending(ix);
+	if (++ix->npending == PMHASH_INSERT_BATCH || log_at_once)
+		log_pending(ix);
 }
 
 /* Remove an index file and everything that refers to it. */
@@ -325,11 +340,13 @@ xact_callback(XactEvent event, void *arg pg_attribute_unused())
 			if (sweep_at_commit)
 				pmhash_sweep_orphans(DEBUG1);
 			sweep_at_commit = false;
+			log_at_once = false;
 			break;
 		case XACT_EVENT_PREPARE:
 			commit_unlinks = NIL;
 			clear_created();
 			sweep_at_commit = false;
+			log_at_once = false;
 			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
@@ -338,6 +355,7 @@ xact_callback(XactEvent event, void *arg pg_attribute_unused())
 			remove_created(InvalidSubTransactionId);
 			commit_unlinks = NIL;
 			sweep_at_commit = false;
+			log_at_once = false;
 			break;
 		default:
 			break;

@@ -9,8 +9,9 @@
 # enough free space that the primary never prunes them, so the KILL record
 # is the only one that can raise the conflict.  Then the standby's index
 # holds what the primary's does, and its scans agree with a seqscan.  Last,
-# a removal of the entry of a row whose subtransaction rolled back, while
-# its transaction goes on: replay must not bring the entry back.
+# removals of the entries of rows that die while their transaction goes on
+# (its subtransaction rolled back; a speculative insertion undone by a
+# conflict in another index): replay must not bring the entries back.
 use strict;
 use warnings;
 
@@ -130,6 +131,64 @@ $primary->wait_for_catchup($standby);
 is($standby->safe_psql('postgres', "SELECT pmhash_verify('dk_k')"),
 	$standby->safe_psql('postgres', "SELECT count(k) FROM dk"),
 	'pmhash_verify on the standby counts exactly the rows');
+
+# A speculative insertion undone by a conflict in another index: sp_k, a
+# plain pmhash index, gets the row's entry first; then the unique btree
+# arbiter on sp_gate(id), whose second call in the transaction waits for an
+# advisory lock, finds the row another session inserted and committed
+# meanwhile, and the executor takes the row back (dead to every
+# transaction) while its transaction goes on.  An index scan removes the
+# entry and logs the removal before the transaction's commit: the entry
+# must have been logged already, or replay would add it back after the
+# removal, on the standby and in crash recovery.
+$primary->safe_psql('postgres', <<'EOS');
+CREATE TABLE sp (id int8, k int8) WITH (autovacuum_enabled = off);
+CREATE INDEX sp_k ON sp USING pmhash (k);
+CREATE FUNCTION sp_gate(int8) RETURNS int8 IMMUTABLE LANGUAGE plpgsql AS $$
+DECLARE
+  calls int := coalesce(nullif(current_setting('sp.calls', true), ''), '0')::int + 1;
+BEGIN
+  PERFORM set_config('sp.calls', calls::text, true);
+  IF calls = 2 AND current_setting('sp.wait', true) = 'on' THEN
+    PERFORM pg_advisory_lock_shared(4712);
+    PERFORM pg_advisory_unlock_shared(4712);
+  END IF;
+  RETURN $1;
+END $$;
+CREATE UNIQUE INDEX sp_id ON sp (sp_gate(id));
+EOS
+my $sp_entries = "SELECT entries FROM pmhash_stats('sp_k')";
+my $controller = $primary->background_psql('postgres');
+$controller->query_safe('SELECT pg_advisory_lock(4712)');
+my $upsert = $primary->background_psql('postgres');
+$upsert->query_safe("BEGIN; SET LOCAL sp.wait = on;");
+$upsert->query_until(qr/started/,
+	"\\echo started\nINSERT INTO sp VALUES (1, 77) ON CONFLICT (sp_gate(id)) DO NOTHING;\n");
+ok( wait_until(30,
+		sub {
+			$primary->safe_psql('postgres',
+				"SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted") eq '1';
+		}),
+	'the upsert waits between its entry in sp_k and its arbiter check');
+$primary->safe_psql('postgres', 'INSERT INTO sp VALUES (1, 88)');
+$controller->query_safe('SELECT pg_advisory_unlock(4712)');
+is($upsert->query_safe('SELECT count(*) FROM sp WHERE id = 1'), '1',
+	'the upsert found the conflict and took its row back');
+is($primary->safe_psql('postgres', $sp_entries), '2', 'sp_k holds the entry of the undone row');
+is($primary->safe_psql('postgres',
+		"SET enable_seqscan = off; SET enable_bitmapscan = off; SELECT count(*) FROM sp WHERE k = 77"),
+	'0', 'the undone row is not found');
+is($primary->safe_psql('postgres', $sp_entries), '1', "the scan removed the undone row's entry");
+$upsert->query_safe('COMMIT');
+$upsert->quit;
+$controller->quit;
+$primary->wait_for_catchup($standby);
+is($standby->safe_psql('postgres', $sp_entries), '1',
+	"the standby's sp_k holds what the primary's does: the undone row's entry did not come back");
+$primary->stop('immediate');
+start_node($primary);
+is($primary->safe_psql('postgres', "SELECT pmhash_verify('sp_k')"), '1',
+	'pmhash_verify on the recovered primary counts exactly the rows of sp');
 
 $standby->stop;
 $primary->stop;
