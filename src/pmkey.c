@@ -130,12 +130,14 @@ pmhash_key_read(PmhashKeyReader *kr, ItemPointer tid, Snapshot snapshot, Datum *
 }
 
 /*
- * Whether the index holds an entry of hash for some tuple, live or dead,
- * of the HOT chain at tid, by the rules of an insert (pmhashinsert): the
- * tuple satisfies the predicate, its first key column is not NULL, and its
- * key hashes to what a slot of a file with shard_bits keeps of hash.
- * Every member is tried, since members of a chain HOT-updated before
- * CREATE INDEX CONCURRENTLY may differ in key.
+ * Whether the index holds an entry of hash for some tuple of the HOT chain
+ * at tid that a transaction may still see, by the rules of an insert
+ * (pmhashinsert): the tuple satisfies the predicate, its first key column
+ * is not NULL, and its key hashes to what a slot of a file with shard_bits
+ * keeps of hash.  Every such member is tried, since members of a chain
+ * HOT-updated before CREATE INDEX CONCURRENTLY may differ in key.  Tuples
+ * dead to every transaction are passed over: no scan needs an entry of
+ * theirs, and an aborted one's TOAST data may be gone.
  */
 bool
 pmhash_key_chain_holds(PmhashKeyReader *kr, ItemPointer tid, uint32 hash, uint32 shard_bits)
@@ -146,8 +148,10 @@ pmhash_key_chain_holds(PmhashKeyReader *kr, ItemPointer tid, uint32 hash, uint32
 	Datum		key[INDEX_MAX_KEYS];
 	bool		isnull[INDEX_MAX_KEYS];
 	uint32		code = pmh_canonical_hash(hash, shard_bits);
+	SnapshotData not_dead;
 
-	while (fetch_key(kr, &htid, SnapshotAny, &call_again, key, isnull, &in_predicate, NULL))
+	InitNonVacuumableSnapshot(not_dead, GlobalVisTestFor(kr->heap));
+	while (fetch_key(kr, &htid, &not_dead, &call_again, key, isnull, &in_predicate, NULL))
 	{
 		if (in_predicate && !isnull[0] &&
 			pmh_canonical_hash(pmhash_hash_key(kr->index, key, isnull), shard_bits) == code)

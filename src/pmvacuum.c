@@ -175,8 +175,9 @@ entry_verdict(void *arg, uint32 hash, PmhTid tid)
 
 /*
  * Judge the suspects of a shard, without its lock: a suspect is a phantom
- * unless some tuple of the HOT chain at its TID, live or dead, has a key
- * that the index holds under its hash (src/README, Durability hazards).
+ * unless some tuple of the HOT chain at its TID that a transaction may
+ * still see has a key that the index holds under its hash (src/README,
+ * Durability hazards).
  */
 static void
 judge_suspects(VacuumState *vs)
