@@ -62,7 +62,6 @@ typedef struct VacuumState
 	Suspect    *suspects;		/* of the shard being visited */
 	int			nsuspects;
 	int			maxsuspects;
-	bool		judged;			/* suspects hold verdicts, sorted */
 	IndexInfo  *info;			/* for reader, set up for the first judgment */
 	PmhashKeyReader reader;
 	PmhEntry   *removed;		/* removed entries of the shard, for WAL */
@@ -128,12 +127,12 @@ add_suspect(VacuumState *vs, uint32 hash, PmhTid tid)
 }
 
 /*
- * Core callback, for an unverified entry: on a first visit, a phantom if
- * its TID points at nothing in the heap, else undecided and set aside; on
- * the second, the judgment of judge_suspects.
+ * Core callback, for an unverified entry on VACUUM's first visit of its
+ * shard: a phantom if its TID points at nothing in the heap, else
+ * undecided and set aside to be judged.
  */
 static PmhPhantomVerdict
-entry_verdict(void *arg, uint32 hash, PmhTid tid)
+line_pointer_verdict(void *arg, uint32 hash, PmhTid tid)
 {
 	VacuumState *vs = arg;
 	BlockNumber block = pmh_tid_block(tid);
@@ -141,18 +140,6 @@ entry_verdict(void *arg, uint32 hash, PmhTid tid)
 	Page		page;
 	bool		unused;
 
-	if (vs->judged)
-	{
-		Suspect		key;
-		Suspect    *found;
-
-		memcpy(&key.tid, &tid, sizeof(ItemPointerData));
-		key.hash = pmh_canonical_hash(hash, vs->shard_bits);
-		found = bsearch(&key, vs->suspects, vs->nsuspects, sizeof(Suspect), suspect_cmp);
-		if (found == NULL)
-			return PMH_VERDICT_UNDECIDED;
-		return found->phantom ? PMH_VERDICT_PHANTOM : PMH_VERDICT_REAL;
-	}
 	if (vs->heap == NULL)
 	{
 		vs->heap = table_open(IndexGetRelation(RelationGetRelid(vs->index), false),
@@ -196,7 +183,25 @@ judge_suspects(VacuumState *vs)
 	}
 	pmhash_key_reader_release(&vs->reader);
 	qsort(vs->suspects, vs->nsuspects, sizeof(Suspect), suspect_cmp);
-	vs->judged = true;
+}
+
+/*
+ * Core callback, for an unverified entry on the second visit of its shard:
+ * the judgment of judge_suspects (undecided for an entry not judged).
+ */
+static PmhPhantomVerdict
+judged_verdict(void *arg, uint32 hash, PmhTid tid)
+{
+	VacuumState *vs = arg;
+	Suspect		key;
+	Suspect    *found;
+
+	memcpy(&key.tid, &tid, sizeof(ItemPointerData));
+	key.hash = pmh_canonical_hash(hash, vs->shard_bits);
+	found = bsearch(&key, vs->suspects, vs->nsuspects, sizeof(Suspect), suspect_cmp);
+	if (found == NULL)
+		return PMH_VERDICT_UNDECIDED;
+	return found->phantom ? PMH_VERDICT_PHANTOM : PMH_VERDICT_REAL;
 }
 
 /* Core callback: remember a removed entry for the shard's WAL record. */
@@ -262,7 +267,7 @@ vacuum_shard(PmhashLocal *ix, uint32 shard, VacuumState *vs)
 {
 	PmhashShardState *state = &ix->share->shards[shard];
 	LWLock	   *lock = pmhash_shard_lock(ix->share, shard);
-	PmhDeleteOps ops = {vs->callback ? tid_is_dead : NULL, entry_verdict,
+	PmhDeleteOps ops = {vs->callback ? tid_is_dead : NULL, line_pointer_verdict,
 	ix->logged ? note_removed : NULL, vs};
 	uint64		removed = 0;
 	PmhSegment	seg;
@@ -301,7 +306,7 @@ static uint64
 settle_suspects(PmhashLocal *ix, uint32 shard, uint64 share_gen, VacuumState *vs)
 {
 	LWLock	   *lock = pmhash_shard_lock(ix->share, shard);
-	PmhDeleteOps ops = {NULL, entry_verdict, ix->logged ? note_removed : NULL, vs};
+	PmhDeleteOps ops = {NULL, judged_verdict, ix->logged ? note_removed : NULL, vs};
 	uint64		removed = 0;
 	PmhSegment	seg;
 	PmhStatus	st = PMH_OK;
@@ -342,7 +347,6 @@ vacuum_shards(Relation index, IndexBulkDeleteCallback callback, void *callback_s
 		share_gen = ix->share_gen;
 		vs.shard_bits = ix->table.shard_bits;
 		vs.nsuspects = 0;
-		vs.judged = false;
 		if (callback != NULL || ix->share->shards[s].counts.unverified > 0)
 			removed += (double) vacuum_shard(ix, s, &vs);
 		pmhash_leave();
