@@ -12,7 +12,9 @@
 # uniqueness, writing the file; and CONCURRENTLY's own phases around
 # them), the scan phase among them, and every phase name is known; within
 # a phase, blocks_done and tuples_done never go down and never pass their
-# totals; the scan's blocks_total is the table's size, and no phase counts
+# totals (except one thing of PostgreSQL's own: its heap scan reports
+# blocks_done = blocks_total while on its first block, then 1; so a drop
+# from the total before any tuple was reported passes); the scan's blocks_total is the table's size, and no phase counts
 # more tuples than the table has rows.  Usage: progress.sh WORKDIR (with
 # the cluster environment set).  Prints "ok N - ..." / "not ok N - ..."
 # lines; exits non-zero on failure.
@@ -104,7 +106,8 @@ WITH s AS (
 SELECT count(*),
        count(*) FILTER (WHERE rank IS NULL),
        count(*) FILTER (WHERE rank < prev_rank),
-       count(*) FILTER (WHERE phase = prev_phase AND (blocks_done < prev_blocks OR tuples_done < prev_tuples)),
+       count(*) FILTER (WHERE phase = prev_phase AND (tuples_done < prev_tuples OR
+                            (blocks_done < prev_blocks AND NOT (prev_blocks = blocks_total AND prev_tuples = 0)))),
        count(*) FILTER (WHERE (blocks_total > 0 AND blocks_done > blocks_total)
                            OR (tuples_total > 0 AND tuples_done > tuples_total)),
        count(*) FILTER (WHERE phase = 'building index: scanning table'),
