@@ -20,6 +20,7 @@ OBJS = \
 	src/pmkey.o \
 	src/pmmap.o \
 	src/pmmeta.o \
+	src/pmrecheck.o \
 	src/pmrecovery.o \
 	src/pmredo.o \
 	src/pmscan.o \

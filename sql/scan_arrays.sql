@@ -90,7 +90,9 @@ INSERT INTO cases VALUES
   (9, (SELECT ARRAY[a, b] FROM pair)), (10, (SELECT ARRAY[a] FROM pair)),
   (11, (SELECT ARRAY[b] FROM pair)), (12, (SELECT ARRAY[a, a, 17] FROM pair)),
   (13, ARRAY(SELECT g FROM generate_series(-500, 4000, 3) g)),
-  (14, ARRAY(SELECT g % 50 FROM generate_series(1, 1000) g));
+  (14, ARRAY(SELECT g % 50 FROM generate_series(1, 1000) g)),
+  (15, (SELECT a || '{1,2,3,4,5,6,7,8}'::int8[] FROM pair)),
+  (16, (SELECT ARRAY[b, a] || '{1,2,3,4,5,6,7}'::int8[] FROM pair));
 SELECT n, (check_keys('k', keys)).* FROM cases ORDER BY n;
 -- cross-type: int4[] and int2[] against the int8 column
 SELECT (check_keys('k', '{1,2,3,NULL,2999}'::int4[])).*;
@@ -98,6 +100,41 @@ SELECT (check_keys('k', '{4,4,9}'::int2[])).*;
 -- text keys, and an expression index
 SELECT (check_keys('s', '{v1,v2,v2,nope,NULL,v699,a,b}'::text[])).*;
 SELECT (check_keys('k2', '{2,3,4,4,5998,-2}'::int8[])).*;
+
+-- The executor's recheck of a constant array of 9 elements or more is
+-- hashed (the planner's hashfuncid): the index leaves the row of the
+-- colliding key to it, and the recheck removes it.  The index compares
+-- the rows of a parameter array, or of a cross-type constant (int4[]
+-- against int8, not hashed), itself: the recheck removes nothing.
+CREATE FUNCTION recheck_removed(query text) RETURNS SETOF text LANGUAGE plpgsql AS $$
+DECLARE line text;
+BEGIN
+  FOR line IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || query LOOP
+    IF line ~ '(Scan|Removed by Index Recheck)' THEN
+      RETURN NEXT line;
+    END IF;
+  END LOOP;
+END $$;
+SET enable_seqscan = off;
+SET enable_bitmapscan = off;
+SELECT recheck_removed(format('SELECT id FROM arr WHERE k = ANY(%L::int8[])', keys))
+  FROM cases WHERE n = 15;
+SELECT recheck_removed(format('SELECT id FROM arr WHERE k = ANY(%L::int4[])', keys))
+  FROM cases WHERE n = 15;
+SET plan_cache_mode = force_generic_plan;
+PREPARE p_index(int8[]) AS SELECT id FROM arr WHERE k = ANY($1);
+SELECT recheck_removed(format('EXECUTE p_index(%L)', keys)) FROM cases WHERE n = 15;
+SET enable_bitmapscan = on;
+SET enable_indexscan = off;
+PREPARE p_bitmap(int8[]) AS SELECT id FROM arr WHERE k = ANY($1);
+SELECT recheck_removed(format('EXECUTE p_bitmap(%L)', keys)) FROM cases WHERE n = 15;
+RESET plan_cache_mode;
+SELECT recheck_removed(format('SELECT id FROM arr WHERE k = ANY(%L::int8[])', keys))
+  FROM cases WHERE n = 15;
+DEALLOCATE ALL;
+RESET enable_indexscan;
+RESET enable_bitmapscan;
+RESET enable_seqscan;
 
 -- two conditions on the column: one is probed, the executor rechecks both
 SET enable_seqscan = off;
@@ -112,11 +149,11 @@ SELECT count(*) FROM arr WHERE k IN (1, 2, 3) AND k IN (3, 4);
 BEGIN;
 UPDATE arr SET k = k + 100000 WHERE id % 7 = 0;
 DELETE FROM arr WHERE id % 11 = 0;
-SELECT n, (check_keys('k', keys)).* FROM cases WHERE n IN (1, 8, 13, 14) ORDER BY n;
+SELECT n, (check_keys('k', keys)).* FROM cases WHERE n IN (1, 8, 13, 14, 15, 16) ORDER BY n;
 SELECT (check_keys('k', ARRAY(SELECT g + 100000 FROM generate_series(0, 3000, 7) g))).*;
 ROLLBACK;
 SELECT n, (check_keys('k', keys)).* FROM cases WHERE n IN (1, 13) ORDER BY n;
 
 DROP TABLE arr, pair, cases;
-DROP FUNCTION check_keys(text, anyarray), ids_const(text, anyarray, text),
+DROP FUNCTION recheck_removed(text), check_keys(text, anyarray), ids_const(text, anyarray, text),
   ids_seq(text, anyarray), ids_bitmap(text, anyarray), ids_index(text, anyarray);

@@ -173,6 +173,7 @@ _PG_init(void)
 	pmhash_xact_init();
 	pmhash_utility_init();
 	pmhash_upsert_init();
+	pmhash_recheck_init();
 	pmhash_fault_init();
 	register_worker();
 	pmhash_preloaded = true;

@@ -438,6 +438,9 @@ extern bool pmhash_insert_unique(Relation index, Relation heap, IndexInfo *info,
 /* pmupsert.c */
 extern void pmhash_upsert_init(void);
 
+/* pmrecheck.c */
+extern void pmhash_recheck_init(void);
+
 /* pmutility.c */
 extern void pmhash_utility_init(void);
 
@@ -481,6 +484,12 @@ extern Oid	pmhash_column_equality(Relation index, int column, StrategyNumber *st
 extern void pmhashadjustmembers(Oid opfamilyoid, Oid opclassoid, List *operators,
 								List *functions);
 extern bool pmhashvalidate(Oid opclassoid);
+/*
+ * A scan key flag, of the bits left to access methods: the executor
+ * rechecks this array condition with a hash table (pmrecheck.c).
+ */
+#define PMHASH_SK_RECHECK_HASHED	0x00010000
+
 extern IndexScanDesc pmhashbeginscan(Relation index, int nkeys, int norderbys);
 extern void pmhashrescan(IndexScanDesc scan, ScanKey keys, int nkeys,
 						 ScanKey orderbys, int norderbys);

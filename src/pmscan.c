@@ -4,8 +4,8 @@
  *	  Index scans of pmhash: plain and bitmap.
  *
  * A scan probes once, without locks, and copies every TID stored under the
- * key's hash into backend memory before it returns the first one; the TIDs
- * are sorted and de-duplicated.  Only hash codes are stored, so every match
+ * key's hash into backend memory before it returns the first one; a plain
+ * scan sorts and de-duplicates them (a bitmap takes them in any order).  Only hash codes are stored, so every match
  * is rechecked against the heap tuple.  A scan of several key columns
  * probes the codes of every combination of its conditions' values, or
  * reads every entry when a column has no condition (src/README, Readers).
@@ -14,13 +14,15 @@
  * "col = ANY(array)" reaches the scan whole (amsearcharray): every element
  * is hashed and the distinct codes probed in batches.  The executor's
  * recheck of such a condition compares each row with the array element by
- * element unless the array is a constant (PostgreSQL 15 hashes only those),
- * which costs a row O(elements).  So an MVCC scan whose only condition is an
- * array compares each candidate's key itself: it reads the key of the
- * tuple its snapshot sees (the one the executor would return and recheck),
- * hashes it, finds the elements of that code by binary search among the
- * elements sorted by code, and keeps the TID only if one is equal by the
- * condition's operator.  The rows it returns then need no recheck.
+ * element unless the planner gave it a hash function (PostgreSQL 15 does for
+ * constant arrays of 9 elements or more), which costs a row O(elements).  So
+ * an MVCC scan whose only condition is an array with such a recheck
+ * compares each candidate's key itself: it reads the key of the tuple its
+ * snapshot sees (the one the executor would return and recheck), hashes
+ * it, finds the elements of that code by binary search among the elements
+ * sorted by code, and keeps the TID only if one is equal by the condition's
+ * operator.  The rows it returns then need no recheck.  A condition whose
+ * recheck is hashed (pmrecheck.c flags its key) is left to the executor.
  *
  * The executor does that recheck, but PostgreSQL 15's logical replication
  * apply worker (RelationFindReplTupleByIndex) takes the first tuple an
@@ -158,15 +160,74 @@ key_hash(IndexScanDesc scan, ScanKey key, Datum value)
 	return DatumGetUInt32(FunctionCall1Coll(&so->cross_proc[col], key->sk_collation, value));
 }
 
-/* Order array elements by hash code. */
-static int
-element_cmp(const void *a, const void *b)
-{
-	uint32		ha = ((const ArrayElement *) a)->hash;
-	uint32		hb = ((const ArrayElement *) b)->hash;
+/*
+ * Sorts specialized by PostgreSQL's sort template, with inlined
+ * comparisons: a few array elements by hash code, hash codes, heap TIDs.
+ */
+#define ST_SORT sort_few_elements
+#define ST_ELEMENT_TYPE ArrayElement
+#define ST_COMPARE(a, b) (((a)->hash > (b)->hash) - ((a)->hash < (b)->hash))
+#define ST_SCOPE static
+#define ST_DEFINE
+#include "lib/sort_template.h"
 
-	return (ha > hb) - (ha < hb);
+#define ST_SORT sort_codes
+#define ST_ELEMENT_TYPE uint32
+#define ST_COMPARE(a, b) ((*(a) > *(b)) - (*(a) < *(b)))
+#define ST_SCOPE static
+#define ST_DEFINE
+#include "lib/sort_template.h"
+
+/*
+ * Sort array elements by hash code.  Arrays of thousands of keys are
+ * common ("= ANY" of a list an application built), so from 256 elements
+ * on a radix sort of four 8-bit passes replaces the comparison sort.
+ */
+static void
+sort_elements(ArrayElement *elements, int n)
+{
+	ArrayElement *from = elements;
+	ArrayElement *to;
+
+	if (n < 256)
+	{
+		sort_few_elements(elements, n);
+		return;
+	}
+	to = palloc(n * sizeof(ArrayElement));
+	for (int shift = 0; shift < 32; shift += 8)
+	{
+		int			start[257] = {0};
+		ArrayElement *swap;
+
+		for (int i = 0; i < n; i++)
+			start[((from[i].hash >> shift) & 0xFF) + 1]++;
+		for (int b = 0; b < 256; b++)
+			start[b + 1] += start[b];
+		for (int i = 0; i < n; i++)
+			to[start[(from[i].hash >> shift) & 0xFF]++] = from[i];
+		swap = from;
+		from = to;
+		to = swap;
+	}
+	/* an even number of passes leaves the result in elements */
+	pfree(to);
 }
+
+/* A heap TID as one number, in TID order. */
+static inline uint64
+tid_order(const ItemPointerData *tid)
+{
+	return ((uint64) ItemPointerGetBlockNumberNoCheck(tid) << 16) |
+		ItemPointerGetOffsetNumberNoCheck(tid);
+}
+
+#define ST_SORT sort_tids
+#define ST_ELEMENT_TYPE ItemPointerData
+#define ST_COMPARE(a, b) ((tid_order(a) > tid_order(b)) - (tid_order(a) < tid_order(b)))
+#define ST_SCOPE static
+#define ST_DEFINE
+#include "lib/sort_template.h"
 
 /*
  * The non-NULL elements of array, the argument of an array scan key, with
@@ -198,18 +259,8 @@ array_elements(IndexScanDesc scan, ScanKey key, ArrayType *array, ArrayElement *
 	}
 	pfree(values);
 	pfree(nulls);
-	qsort(*elements, n, sizeof(ArrayElement), element_cmp);
+	sort_elements(*elements, n);
 	return n;
-}
-
-/* Order hash codes. */
-static int
-code_cmp(const void *a, const void *b)
-{
-	uint32		ha = *(const uint32 *) a;
-	uint32		hb = *(const uint32 *) b;
-
-	return (ha > hb) - (ha < hb);
 }
 
 /* Free an array argument if detoasting it made a copy. */
@@ -228,7 +279,7 @@ sort_unique_tids(PmhScanOpaque so)
 
 	if (so->ntids < 2)
 		return;
-	qsort(so->tids, so->ntids, sizeof(ItemPointerData), pmhash_tid_cmp);
+	sort_tids(so->tids, so->ntids);
 	for (int i = 0; i < so->ntids; i++)
 	{
 		if (n > 0 && ItemPointerEquals(&so->tids[n - 1], &so->tids[i]))
@@ -458,7 +509,7 @@ probe_codes(IndexScanDesc scan, ScanKey *probed, uint32 **codes, ArrayType **arr
 	{
 		int			m = 0;
 
-		qsort(result, n, sizeof(uint32), code_cmp);
+		sort_codes(result, n);
 		for (int i = 0; i < n; i++)
 		{
 			if (m == 0 || result[m - 1] != result[i])
@@ -471,12 +522,13 @@ probe_codes(IndexScanDesc scan, ScanKey *probed, uint32 **codes, ArrayType **arr
 }
 
 /*
- * Probe once and keep every matching TID, sorted and unique.  One
- * condition of each key column is probed: the first that is not an array,
- * else the first; the executor rechecks the others.
+ * Probe once and keep every matching TID, sorted and unique if ordered
+ * (a bitmap takes them in any order).  One condition of each key column is
+ * probed: the first that is not an array, else the first; the executor
+ * rechecks the others.
  */
 static void
-search(IndexScanDesc scan)
+search(IndexScanDesc scan, bool ordered)
 {
 	PmhScanOpaque so = (PmhScanOpaque) scan->opaque;
 	Relation	index = scan->indexRelation;
@@ -553,10 +605,15 @@ search(IndexScanDesc scan)
 		/* the heap's check of a phantom's TID would fail (src/README) */
 		so->can_kill = may_kill && unverified == 0;
 	}
-	sort_unique_tids(so);
-	/* only an array condition on an index of one column can be exact */
+	if (ordered)
+		sort_unique_tids(so);
+	/*
+	 * Only an array condition on an index of one column can be exact; one
+	 * whose recheck is hashed is left to it.
+	 */
 	if (arrays[0] != NULL && nkeys == 1 && scan->numberOfKeys == 1 && so->ntids > 0 &&
-		IsMVCCSnapshot(scan->xs_snapshot))
+		IsMVCCSnapshot(scan->xs_snapshot) &&
+		!(probed[0]->sk_flags & PMHASH_SK_RECHECK_HASHED))
 		filter_by_elements(scan, elements[0], nelements[0]);
 	if (codes && codes != &one_code)
 		pfree(codes);
@@ -610,7 +667,7 @@ pmhashgettuple(IndexScanDesc scan, ScanDirection dir)
 
 	if (!so->searched)
 	{
-		search(scan);
+		search(scan, true);
 		if (step < 0)
 			so->pos = so->ntids;
 	}
@@ -638,7 +695,7 @@ pmhashgetbitmap(IndexScanDesc scan, TIDBitmap *tbm)
 {
 	PmhScanOpaque so = (PmhScanOpaque) scan->opaque;
 
-	search(scan);
+	search(scan, false);
 	if (so->ntids > 0)
 		tbm_add_tuples(tbm, so->tids, so->ntids, !so->exact);
 	return so->ntids;
