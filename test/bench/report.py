@@ -46,7 +46,9 @@ SPECS = {
 }
 PGBENCH_ORDER = ["select", "select_exec", "prepared", "prepared_exec", "tpcb", "tpcb_wal"]
 SQL_ORDER = ["build_s", "build_wal_mb", "size_mb", "size_bpe", "probe_present_us", "probe_absent_us",
-             "any_const_k1000_ms", "any_const_k10000_ms", "any_param_k1000_ms", "any_param_k10000_ms",
+             "any_const_k1000_ms", "any_const_k1000_exec_ms", "any_const_k10000_ms",
+             "any_const_k10000_exec_ms", "any_param_k1000_ms", "any_param_k1000_exec_ms",
+             "any_param_k10000_ms", "any_param_k10000_exec_ms",
              "insert_us", "insert_index_us", "insert_wal_b", "insert_index_wal_b",
              "grow_us", "grow_index_us", "grow_wal_b", "grow_index_wal_b"]
 # index shares: the metric minus the same one measured with no index
@@ -55,13 +57,19 @@ SHARE_OF = {"insert_index_us": "insert_us", "insert_index_wal_b": "insert_wal_b"
 
 
 def sql_spec(metric):
-    """The spec of an SQL-level metric; any_<const|param>_k<K>_ms for "k = ANY(array)" of K keys."""
+    """The spec of an SQL-level metric; any_<const|param>_k<K>[_exec]_ms for "k = ANY(array)" of K
+    keys (_exec: the execution in the server alone)."""
     if metric.startswith("any_"):
-        _, how, keys, _ = metric.split("_")
+        parts = metric.split("_")
+        how, keys = parts[1], parts[2][1:]
+        if parts[3] == "exec":
+            what = "constant" if how == "const" else "generic plan"
+            return ("k = ANY, %s keys, %s: execution in the server" % (keys, what), "ms", "min",
+                    "lower", [])
         if how == "const":
-            return ("k = ANY(array of %s keys), constant" % keys[1:], "ms", "min", "lower",
+            return ("k = ANY(array of %s keys), constant" % keys, "ms", "min", "lower",
                     [("btree", "<=", 0.6), ("hash", "<=", 0.5)])
-        return ("k = ANY($1) of %s keys, generic plan" % keys[1:], "ms", "min", "lower",
+        return ("k = ANY($1) of %s keys, generic plan" % keys, "ms", "min", "lower",
                 [("btree", "<=", 1.0)])
     return SPECS[metric]
 
@@ -295,8 +303,24 @@ def share_rows(kept):
                                        int(r["clients"])))
 
 
+def outside_executor(kept, ds, metric):
+    """The least time of "k = ANY" outside the executor over the AMs (total minus execution in the
+    server: parsing, planning and the transfer of the query, which no index can save), or None."""
+    times = [kept.get(("sql", ds, am, metric)) for am in AMS]
+    execs = [kept.get(("sql", ds, am, metric[:-3] + "_exec_ms")) for am in AMS]
+    outside = [t - e for t, e in zip(times, execs) if t is not None and e is not None]
+    return min(outside) if outside else None
+
+
 def bound_note(kept, row):
-    """For a failed pgbench row: the index-free bound, or hash's second copy, in the same cell."""
+    """For a failed row: the index-free bound, or hash's second copy, in the same cell; for
+    "k = ANY", the time outside the executor."""
+    if row["section"] == "sql" and row["key"].startswith("any_") and row["hash"] and row["btree"]:
+        outside = outside_executor(kept, row["dataset"], row["key"])
+        if outside is None:
+            return ""
+        return ("; outside the executor (parse, plan, transfer) at least %s ms, %s x hash, %s x btree"
+                % (fmt(outside), fmt(outside / row["hash"]), fmt(outside / row["btree"])))
     if row["section"] != "pgbench" or not row["hash"]:
         return ""
     if row["key"].startswith("tpcb_c"):
@@ -394,7 +418,9 @@ def method_notes(meta):
   hashes it for the recheck) and once as the parameter of a prepared statement's generic plan
   (`k = ANY($1)`, as ORMs send it: PostgreSQL's recheck then compares each row with every element;
   pmhash compares the rows' keys itself). Best of three runs after an untimed one; results checked
-  against a hash join.
+  against a hash join. Also each query's best execution time in the server (`pg_stat_statements`'
+  `min_exec_time` of the four runs): the total minus it is parsing, planning and transferring the
+  query, which every index pays alike; a failed floor names the least such time.
 - **Insert**: one `INSERT ... SELECT` of INSERT_ROWS new random keys (autocommit, commit included)
   into the table that has the index (built after a checkpoint, so no full-page images of the index),
   timed per row; WAL bytes per row from `pg_current_wal_insert_lsn()` before and after. "Index share"

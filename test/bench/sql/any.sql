@@ -32,10 +32,12 @@ FROM bench_plan(:'qp') p \gset
 \set q :qc
 \set label 'k = ANY(constant)'
 \set metric any_const_k:kkeys''_ms
+\set metric_exec any_const_k:kkeys''_exec_ms
 \ir any_time.sql
 \set q :qp
 \set label 'k = ANY($1)'
 \set metric any_param_k:kkeys''_ms
+\set metric_exec any_param_k:kkeys''_exec_ms
 \ir any_time.sql
 \echo INFO k = ANY, :kkeys keys (:want_n rows): :scan_c with a constant, :scan_p with a parameter
 DEALLOCATE any_param;
