@@ -18,7 +18,9 @@
 #     each; PostgreSQL's default 128MB is smaller than both scales' tables,
 #     2GB holds them).  A 1-client run has pgbench and its backend share one
 #     CPU (see pgbench_one).  Select-only, with either protocol, also runs on
-#     a copy with no index, each row fetched by its TID: what no index can beat.
+#     a copy with no index, each row fetched by its TID, and on a copy indexed
+#     by tidcalc (test/bench/am), an index that computes the TID from the key:
+#     what no index can beat, and what any index scan adds to the fetch.
 #     TPC-B-like also runs on a second copy indexed by hash (set "hash2"):
 #     how far apart two identical setups land, the noise of its cells.
 # Timed SQL- and AM-level measurements are repeated REPS times, the AM order
@@ -59,7 +61,8 @@
 #   PGBENCH_MODES    pgbench modes ("select prepared tpcb": select-only,
 #                    the same with prepared statements, TPC-B-like)
 #   PGBENCH_OPTS     extra pgbench options for every run (none); a -M or
-#                    --protocol there also skips the bound of select-only
+#                    --protocol there also skips the index-free bound of
+#                    select-only (tidcalc still runs)
 #   SHARED_BUFFERS   shared_buffers of the SQL- and AM-level part (2GB)
 #   BENCH_PATH       pmem (files on /dev/shm, PMEM_IS_PMEM_FORCE=1) or msync
 #                    (files in the data directory on the ordinary disk) (pmem)
@@ -342,20 +345,22 @@ restart_with_buffers() {
 }
 
 # pgbench at scale $1.  Each AM gets its own copy of the pgbench tables, so
-# that runs of the AMs can alternate without rebuilding an index; so does
-# the bound of select-only, the pseudo-AM "tid": no index on aid, each row
-# fetched by its TID, with either protocol (unless PGBENCH_OPTS picks one);
-# and the control of TPC-B-like, "hash2", a second copy indexed by hash.
+# that runs of the AMs can alternate without rebuilding an index; so do
+# the bounds of select-only, the pseudo-AM "tid": no index on aid, each row
+# fetched by its TID, with either protocol (unless PGBENCH_OPTS picks one),
+# and "tidcalc", the cheapest index (test/bench/am/bench_tidcalc.c: it
+# computes the TID from the aid); and the control of TPC-B-like, "hash2", a
+# second copy indexed by hash.
 # For each shared_buffers setting the cluster restarts; then each repetition
 # runs every mode (select-only with the simple protocol, then with prepared
 # statements, then TPC-B-like) and client count, with the AMs in an order
 # rotated each repetition, one run after another.
 run_pgbench() {
-	local start=$SECONDS am mode clients buffers ds scale=$1 bound=tid control="" sets
+	local start=$SECONDS am mode clients buffers ds scale=$1 bound="tid tidcalc" control="" sets
 	case " $PGBENCH_OPTS " in
 		*" -M"* | *" --protocol"*)
-			echo "== no bound of select-only: PGBENCH_OPTS picks the protocol, its scripts need their own"
-			bound="" ;;
+			echo "== no index-free bound of select-only: PGBENCH_OPTS picks the protocol, its scripts need their own"
+			bound=tidcalc ;;
 	esac
 	case " $PGBENCH_MODES " in
 		*" tpcb "*) control=hash2 ;;

@@ -20,3 +20,13 @@ CREATE FUNCTION pmhash_bench_tid(block bigint, "offset" integer)
 RETURNS tid
 AS 'MODULE_PATHNAME'
 LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+-- tidcalc: an index that computes a pgbench_accounts row's TID from its aid
+-- (test/bench/am/bench_tidcalc.c), the cheapest index select-only can have.
+CREATE FUNCTION tidcalc_handler(internal)
+RETURNS index_am_handler
+AS 'MODULE_PATHNAME'
+LANGUAGE C;
+CREATE ACCESS METHOD tidcalc TYPE INDEX HANDLER tidcalc_handler;
+CREATE OPERATOR CLASS tidcalc_int4_ops DEFAULT FOR TYPE int4 USING tidcalc AS
+	OPERATOR 1 = (int4, int4);
