@@ -317,15 +317,48 @@ def outside_executor(kept, ds, metric):
     return min(outside) if outside else None
 
 
+def any_bound(kept, ds, metric):
+    """The least time any index's "k = ANY(constant)" could take: the time outside the executor
+    (outside_executor) plus the execution of the same rows' fetch by TID with no index (set
+    "tid"), or None."""
+    outside = outside_executor(kept, ds, metric)
+    fetch = kept.get(("sql", ds, "tid", metric[:-3] + "_exec_ms"))
+    return None if outside is None or fetch is None else outside + fetch
+
+
+def any_bound_rows(kept):
+    """Rows of "k = ANY(constant)" against its index-free bound, per data set and array size."""
+    rows = []
+    for (section, ds, am, m), fetch in kept.items():
+        if section != "sql" or am != "tid" or not m.endswith("_exec_ms"):
+            continue
+        total = m[:-len("_exec_ms")] + "_ms"
+        v = {a: kept.get((section, ds, a, total)) for a in AMS}
+        bound = any_bound(kept, ds, total)
+        rows.append({"dataset": ds, "keys": m.split("_")[2][1:], "fetch": fetch,
+                     "outside": outside_executor(kept, ds, total), "bound": bound,
+                     "bound_hash": bound / v["hash"] if bound and v["hash"] else None,
+                     "bound_btree": bound / v["btree"] if bound and v["btree"] else None,
+                     "pmhash_hash": v["pmhash"] / v["hash"] if v["pmhash"] and v["hash"] else None,
+                     "pmhash_bound": v["pmhash"] / bound if v["pmhash"] and bound else None})
+    order = list(dict.fromkeys(r["dataset"] for r in rows))
+    return sorted(rows, key=lambda r: (order.index(r["dataset"]), int(r["keys"])))
+
+
 def bound_note(kept, row):
     """For a failed row: the index-free bound, or hash's second copy, in the same cell; for
-    "k = ANY", the time outside the executor."""
+    "k = ANY", the time outside the executor and the bound it is part of."""
     if row["section"] == "sql" and row["key"].startswith("any_") and row["hash"] and row["btree"]:
         outside = outside_executor(kept, row["dataset"], row["key"])
         if outside is None:
             return ""
-        return ("; outside the executor (parse, plan, transfer) at least %s ms, %s x hash, %s x btree"
+        note = ("; outside the executor (parse, plan, transfer) at least %s ms, %s x hash, %s x btree"
                 % (fmt(outside), fmt(outside / row["hash"]), fmt(outside / row["btree"])))
+        bound = any_bound(kept, row["dataset"], row["key"])
+        if bound is not None:
+            note += ("; with the rows' fetch by TID, no index at all: %s ms, %s x hash, %s x btree"
+                     % (fmt(bound), fmt(bound / row["hash"]), fmt(bound / row["btree"])))
+        return note
     if row["section"] != "pgbench" or not row["hash"]:
         return ""
     if row["key"].startswith("tpcb_c"):
@@ -357,6 +390,19 @@ BOUND_TEXT = ("pgbench select-only with no index on pgbench_accounts, each row f
               "same table with the cheapest index there can be, one that computes the TID from the "
               "aid (test/bench/am/bench_tidcalc.c), so its runs are index scans that cost nothing "
               "but being index scans")
+
+
+ANY_BOUND_COLUMNS = [("dataset", "data set"), ("keys", "keys"), ("outside", "outside the executor (ms)"),
+                     ("fetch", "fetch by TID, executor (ms)"), ("bound", "bound (ms)"),
+                     ("bound_hash", "bound/hash"), ("bound_btree", "bound/btree"),
+                     ("pmhash_hash", "pmhash/hash"), ("pmhash_bound", "pmhash/bound")]
+ANY_BOUND_TEXT = ("\"k = ANY(array)\" with the array a constant, against the least time any index "
+                  "could take: the least time outside the executor over the three indexes (parsing, "
+                  "planning and transferring the query; the statement's best time minus its best "
+                  "execution in the server) plus the best execution of the same rows fetched by "
+                  "their TIDs with no index (ctid = ANY, test/bench/sql/any_tid.sql): every index "
+                  "pays the first and fetches the rows, so bound/hash is the least ratio any index "
+                  "could reach against hash")
 
 
 SHARE_COLUMNS = [("dataset", "data set"), ("protocol", "protocol"), ("clients", "clients"),
@@ -533,6 +579,10 @@ def main():
     if bounds:
         md += ["## Bound of pgbench select-only", "", BOUND_TEXT + ".", "",
                md_table(bounds, BOUND_COLUMNS), ""]
+    any_bounds = any_bound_rows(kept)
+    if any_bounds:
+        md += ["## Bound of k = ANY(constant)", "", ANY_BOUND_TEXT + ".", "",
+               md_table(any_bounds, ANY_BOUND_COLUMNS), ""]
     shares = share_rows(kept)
     if shares:
         md += ["## Index share of select-only in the server", "", SHARE_TEXT + ".", "",
@@ -558,6 +608,10 @@ def main():
         print()
         print("== " + BOUND_TEXT)
         print(text_table(bounds, BOUND_COLUMNS))
+    if any_bounds:
+        print()
+        print("== " + ANY_BOUND_TEXT)
+        print(text_table(any_bounds, ANY_BOUND_COLUMNS))
     if shares:
         print()
         print("== " + SHARE_TEXT)

@@ -9,7 +9,9 @@
 #   SQL level, for each data set (1M and 10M random int8 keys, 1M md5 text
 #     keys): build time, size, nested-loop probes of present and of absent
 #     keys, "k = ANY(array)" with a constant and with a parameter array, and
-#     inserts into the indexed table (time and WAL per row);
+#     inserts into the indexed table (time and WAL per row); with no index,
+#     the rows of the constant arrays fetched by their TIDs (set "tid"), the
+#     least execution any index's "k = ANY" could have;
 #   AM level: equality probes through the index AM API (pmhash_bench_probe);
 #   pgbench select-only and TPC-B-like runs on a copy of the pgbench tables
 #     per AM with pgbench_accounts.aid indexed by the AM (select-only also
@@ -196,6 +198,9 @@ sql_level_one() {
 	if [ "$am" = none ]; then
 		idx=none
 		checkpoint=on
+		for keys in $ANY_KEYS; do
+			measure sql "$ds" tid any_tid.sql -v kkeys="$keys" -v keytype="$KEYTYPE"
+		done
 	else
 		measure sql "$ds" "$am" build.sql -v idx="$idx"
 		measure sql "$ds" "$am" probe.sql -v idx="$idx"
