@@ -6,13 +6,7 @@
 -- picks an index scan or a bitmap scan (hash, without amsearcharray, only
 -- the latter).  Checks the results against a hash join; one untimed run,
 -- then the best of three timed runs of each; RESULT lines in ms.
-SET client_min_messages = warning;
-SET jit = off;
-SET max_parallel_workers_per_gather = 0;
-SELECT array_agg(k)::text AS arr FROM (
-	(SELECT k FROM pp_:ds LIMIT :kkeys / 2)
-	UNION ALL
-	(SELECT k FROM pa_:ds LIMIT :kkeys - :kkeys / 2)) s \gset
+\ir any_keys.sql
 SELECT count(*) AS want_n, coalesce(sum(t.id), 0) AS want_s
 FROM t_:ds t WHERE t.k IN (SELECT unnest(:'arr'::text:::keytype[])) \gset
 \set qc 'SELECT count(*) AS got_n, coalesce(sum(id), 0) AS got_s FROM t_' :ds ' WHERE k = ANY(' :'arr' '::' :keytype '[])'

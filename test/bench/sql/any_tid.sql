@@ -5,13 +5,7 @@
 -- times it as any.sql does: RESULT any_const_k<K>_ms and, what the bound
 -- uses, any_const_k<K>_exec_ms, the best execution in the server.  Any
 -- index scan fetches these rows too, after finding them.
-SET client_min_messages = warning;
-SET jit = off;
-SET max_parallel_workers_per_gather = 0;
-SELECT array_agg(k)::text AS arr FROM (
-	(SELECT k FROM pp_:ds LIMIT :kkeys / 2)
-	UNION ALL
-	(SELECT k FROM pa_:ds LIMIT :kkeys - :kkeys / 2)) s \gset
+\ir any_keys.sql
 SELECT count(*) AS want_n, coalesce(sum(t.id), 0) AS want_s, array_agg(t.ctid)::text AS tids
 FROM t_:ds t WHERE t.k IN (SELECT unnest(:'arr'::text:::keytype[])) \gset
 \set q 'SELECT count(*) AS got_n, coalesce(sum(id), 0) AS got_s FROM t_' :ds ' WHERE ctid = ANY(' :'tids' '::tid[])'
