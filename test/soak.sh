@@ -3,17 +3,20 @@
 #
 # For each persistence path in SOAK_MODES (default "pmem msync"), starts a
 # throwaway cluster, loads the concurrency suite's table conc_rows (~50k
-# rows, pmhash indexes on k and t), and for SOAK_SECONDS seconds (default
-# 600) runs 4 pgbench clients inserting, deleting, updating and probing,
-# while this script, every 2 to 6 seconds, does in turn: VACUUM, REINDEX
-# INDEX CONCURRENTLY, kill -9 of a random client backend, CREATE INDEX
+# rows, pmhash indexes on k and t, and a unique one on u), and for
+# SOAK_SECONDS seconds (default 600) runs 4 pgbench clients inserting,
+# deleting, updating, upserting by u and probing, while this script, every
+# 2 to 6 seconds, does in turn: VACUUM, REINDEX INDEX CONCURRENTLY (of the
+# k and the u index by turns), kill -9 of a random client backend, CREATE INDEX
 # CONCURRENTLY and DROP INDEX CONCURRENTLY of a third pmhash index, and
 # another kill -9 (a kill makes the server reset every backend and recover;
 # pgbench is then started again).  Afterwards it drops the invalid indexes
 # that interrupted concurrent builds left, vacuums, and checks that for
 # every value of k and t (and absent ones) index scan, bitmap scan and
 # seqscan give the same rows, that pmhash_verify and pmhash_stats agree and
-# count exactly the non-null values, that the server is up and that its log shows
+# count exactly the non-null values, that no value of u occurs twice (by a
+# seqscan) and the u index still refuses a duplicate, that the server is up
+# and that its log shows
 # no crash other than the kills and no PANIC or failed assertion.  Prints
 # "ok N - ..." lines and a summary of what ran; exits non-zero on failure.
 # Usage: soak.sh WORKDIR.
@@ -45,19 +48,23 @@ wait_ready() {
 start_workload() {
 	"$PGBENCH" -n -c 4 -j 2 -T "$1" \
 		-f "$SCRIPTS/insert.sql@3" -f "$SCRIPTS/delete.sql@2" -f "$SCRIPTS/update.sql@2" \
-		-f "$SCRIPTS/probe.sql@4" >>"$WORK/$MODE-workload.log" 2>&1 &
+		-f "$SCRIPTS/probe.sql@4" -f "$SCRIPTS/upsert.sql@3" >>"$WORK/$MODE-workload.log" 2>&1 &
 	WORKLOAD_PID=$!
 }
 
 # The next maintenance action of the cycle VACUUM, REINDEX, kill, build,
-# kill; counts it in ACTIONS.
+# kill; counts it in ACTIONS.  REINDEX takes the k and the u index by turns.
 maintain() {
-	local pid
+	local pid index
 	NEXT_ACTION=$(((NEXT_ACTION + 1) % 5))
 	case $NEXT_ACTION in
 		0) sql "VACUUM conc_rows" >>"$MAINT_LOG" 2>&1 && ACTIONS[vacuum]=$((ACTIONS[vacuum] + 1)) ;;
-		1) sql "REINDEX INDEX CONCURRENTLY conc_rows_k" >>"$MAINT_LOG" 2>&1 &&
-			ACTIONS[reindex]=$((ACTIONS[reindex] + 1)) ;;
+		1)
+			index=conc_rows_k
+			[ $((ACTIONS[reindex] % 2)) = 1 ] && index=conc_rows_u
+			sql "REINDEX INDEX CONCURRENTLY $index" >>"$MAINT_LOG" 2>&1 &&
+				ACTIONS[reindex]=$((ACTIONS[reindex] + 1))
+			;;
 		3) sql "CREATE INDEX CONCURRENTLY conc_rows_kt ON conc_rows USING pmhash (k)" >>"$MAINT_LOG" 2>&1 &&
 			sql "DROP INDEX CONCURRENTLY conc_rows_kt" >>"$MAINT_LOG" 2>&1 &&
 			ACTIONS[build]=$((ACTIONS[build] + 1)) ;;
@@ -87,6 +94,29 @@ check_entries() {
 	tap_result $? "$MODE: pmhash_verify and pmhash_stats of $1 agree and count every non-null $2"
 }
 
+# No value of u occurs twice among the rows (by a seqscan), the workload
+# added values beyond the setup's, and the u index refuses a duplicate with
+# 23505.
+check_unique() {
+	local out twice beyond refused=1
+	out=$(sql "SET enable_indexscan = off; SET enable_bitmapscan = off;
+		SELECT (SELECT count(*) FROM (SELECT u FROM conc_rows WHERE u IS NOT NULL GROUP BY u
+			HAVING count(*) > 1) d) || ' ' ||
+		(SELECT count(*) FROM conc_rows WHERE substr(u, 2)::int > 20000)" 2>&1)
+	echo "# u: values occurring twice, values beyond the setup's: $out"
+	read -r twice beyond <<<"$out"
+	[ "${twice:-x}" = 0 ] && [ "${beyond:-0}" -gt 0 ] 2>/dev/null
+	tap_result $? "$MODE: no value of u occurs twice, and the upserts added new ones"
+	out=$(sql <<-SQL 2>&1
+		\set VERBOSITY verbose
+		INSERT INTO conc_rows (u) SELECT u FROM conc_rows WHERE u IS NOT NULL LIMIT 1;
+		SQL
+	)
+	echo "$out" | grep -q '23505: duplicate key value violates unique constraint "conc_rows_u"' && refused=0
+	tap_result $refused "$MODE: the u index refuses a duplicate"
+	[ $refused = 0 ] || echo "$out" | sed 's/^/# /'
+}
+
 # Drop what interrupted concurrent builds and reindexes left: invalid indexes and the third index.
 drop_leftovers() {
 	local idx
@@ -103,6 +133,8 @@ for MODE in $SOAK_MODES; do
 	export PGOPTIONS="-c statement_timeout=10min"
 	sql <"$SCRIPTS/setup.sql" >"$WORK/$MODE-setup.out" 2>&1
 	tap_result $? "$MODE: setup: ~50k rows, pmhash indexes on k and t"
+	sql <"$SCRIPTS/setup_unique.sql" >>"$WORK/$MODE-setup.out" 2>&1
+	tap_result $? "$MODE: setup: unique pmhash index on u"
 	declare -A ACTIONS=([vacuum]=0 [reindex]=0 [build]=0 [kill]=0)
 	NEXT_ACTION=-1
 	deadline=$((SECONDS + SOAK_SECONDS))
@@ -124,11 +156,13 @@ for MODE in $SOAK_MODES; do
 	drop_leftovers
 	final_vacuum
 	tap_result $? "$MODE: final VACUUM removed every dead row version"
-	for column in "k:g" "t:conc_t(g)"; do
+	for column in "k:g" "t:conc_t(g)" "u:'u' || g"; do
 		compare_column "${column%%:*}" "${column#*:}"
 	done
 	check_entries conc_rows_k k
 	check_entries conc_rows_t t
+	check_entries conc_rows_u u
+	check_unique
 	bad=$(grep -E 'PANIC:|TRAP:|terminated by signal' "$LOG" | grep -v 'terminated by signal 9: Killed' | head -5)
 	[ -z "$bad" ]
 	tap_result $? "$MODE: no crash but the kills, no PANIC, no failed assertion in the server log"
