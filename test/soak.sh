@@ -12,12 +12,12 @@
 # another kill -9 (a kill makes the server reset every backend and recover;
 # pgbench is then started again).  Afterwards it drops the invalid indexes
 # that interrupted concurrent builds left, vacuums, and checks that for
-# every value of k and t (and absent ones) index scan, bitmap scan and
+# every value of k, t and u (and absent ones) index scan, bitmap scan and
 # seqscan give the same rows, that pmhash_verify and pmhash_stats agree and
 # count exactly the non-null values, that no value of u occurs twice (by a
 # seqscan) and the u index still refuses a duplicate, that the server is up
-# and that its log shows
-# no crash other than the kills and no PANIC or failed assertion.  Prints
+# and that its log shows no crash other than the kills and no PANIC or
+# failed assertion.  Prints
 # "ok N - ..." lines and a summary of what ran; exits non-zero on failure.
 # Usage: soak.sh WORKDIR.
 #
