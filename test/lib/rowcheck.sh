@@ -3,7 +3,8 @@
 # test/concurrency/setup.sql) through its pmhash indexes, shared by the
 # concurrency suite and the soak test: for every value of a column, index
 # scan, bitmap scan and seqscan must give the same rows, and pmhash_verify
-# and pmhash_stats must count the non-null values.  Needs common.sh (for
+# and pmhash_stats must count the non-null values; and, for any table (the
+# unique suite's too), that no value of a column occurs twice.  Needs common.sh (for
 # tap_result) and the cluster environment.
 
 # Run SQL (from $1, or stdin) in psql, unaligned, stopping at the first error.
@@ -67,6 +68,19 @@ check_plan() {
 	)
 	echo "$plan" | grep -q "$4" && ! echo "$plan" | grep -q "Seq Scan on conc_rows"
 	tap_result $? "$3 scans of column $1 use \"$4\""
+}
+
+# No value of column $2 occurs twice among the rows of table $1 (by a
+# seqscan); $3 names the check.
+check_no_repeats() {
+	local out
+	out=$(sql "$(force_scan seq)
+		SELECT count(*) || ' values twice or more, ' ||
+			coalesce(string_agg($2 || ' x' || c, ', '), 'none') FROM
+			(SELECT $2, count(*) AS c FROM $1 WHERE $2 IS NOT NULL GROUP BY $2 HAVING count(*) > 1 LIMIT 5) d" 2>&1)
+	echo "# $3: $out"
+	[[ "$out" == "0 values twice or more, none" ]]
+	tap_result $? "$3"
 }
 
 # Compare index scan, bitmap scan and seqscan for every distinct value of
