@@ -9,10 +9,11 @@
  * number of shards from the number of entries seen (unless the shards
  * reloption sets it), partitions the batch by shard and writes each shard's
  * segment in one go.  Later batches are merged into shards by rebuilding
- * those that receive many entries and inserting into the others.  Nobody
- * can see the index while it is built, so flushing waits for the end.
- * With WAL, the build logs the new file and every shard's content, so that
- * standbys and archive recovery rebuild the same index.
+ * those that receive many entries and inserting into the others, and the
+ * last batch of several rebuilds every shard.  Nobody can see the index
+ * while it is built, so flushing waits for the end.  With WAL, the build
+ * logs the new file and, at its last batch, every shard's content once, so
+ * that standbys and archive recovery rebuild the same index.
  *
  * The same build repairs, automatically and with a LOG line, a file that
  * recovery could not bring up to date.
@@ -59,6 +60,7 @@ typedef struct BuildState
 	PmhEntry   *entries;
 	uint64		nentries;
 	uint64		maxentries;
+	int			batches;		/* batches moved into the index so far */
 	bool		created;
 	bool		transactional;	/* an abort removes the new file */
 	bool		progress;		/* report to pg_stat_progress_create_index */
@@ -128,14 +130,43 @@ fits_at_build_fill(BuildState *bs, PmhashShardState *state, const PmhSegment *se
 	return (double) (state->counts.slots + entries) <= capacity;
 }
 
-/* Move a batch of entries into the index, shard by shard. */
+/* Insert a batch's entries of one shard one by one (shard lock held). */
+static PmhStatus
+insert_entries(PmhashLocal *ix, uint32 shard, const PmhEntry *entries, uint64 count)
+{
+	PmhashShardState *state = &ix->share->shards[shard];
+
+	for (uint64 i = 0; i < count; i++)
+	{
+		PmhSegment	seg;
+		PmhStatus	st;
+
+		/* a growth may have replaced the segment */
+		pmhash_shard_segment(ix, shard, &seg);
+		st = pmh_table_insert(&ix->table, &seg, &state->counts, entries[i].hash, entries[i].tid,
+							  0, PMH_INSERT_NEW, 0);
+		if (st != PMH_OK)
+			return st;
+	}
+	return PMH_OK;
+}
+
+/*
+ * Move a batch of entries into the index, shard by shard: a shard whose
+ * entries do not fit below the build fill is rebuilt at that fill, else
+ * they are inserted.  Batches before the last write no WAL.  The last batch
+ * of a build that took several rebuilds every shard, so that each shard's
+ * content is logged once, in one REBUILD record; sweeping the shards in
+ * order also lets each new segment reuse the space the previous ones left.
+ */
 static void
-flush_batch(BuildState *bs)
+flush_batch(BuildState *bs, bool last)
 {
 	PmhashLocal   *ix;
 	uint32		nshards;
 	uint64	   *start;
 	PmhEntry   *parted;
+	bool		merge_all = last && bs->batches > 0;
 
 	if (!bs->created)
 	{
@@ -145,6 +176,9 @@ flush_batch(BuildState *bs)
 	}
 	else
 		ix = pmhash_open(bs->index, NULL);
+	/* nobody sees the index before its build ends, nor replays a part of it */
+	if (!last)
+		ix->logged = false;
 	nshards = UINT32_C(1) << ix->table.shard_bits;
 
 	/* counting sort by shard */
@@ -167,30 +201,27 @@ flush_batch(BuildState *bs)
 		PmhSegment	seg;
 		PmhStatus	st = PMH_OK;
 
-		if (count == 0)
+		if (count == 0 && !merge_all)
 			continue;
 		CHECK_FOR_INTERRUPTS();
 		LWLockAcquire(lock, LW_EXCLUSIVE);
 		pmhash_shard_segment(ix, s, &seg);
-		if (seg.unit == 0 || !fits_at_build_fill(bs, state, &seg, count))
+		if (merge_all || seg.unit == 0 || !fits_at_build_fill(bs, state, &seg, count))
 		{
-			st = pmh_table_rebuild(&ix->table, &seg, parted + from, count, 0,
-								   pmhash_build_fill(bs->index), 0, &state->counts);
-			LWLockRelease(lock);
+			if (count > 0 || seg.unit != 0)
+				st = pmh_table_rebuild(&ix->table, &seg, parted + from, count, 0,
+									   pmhash_build_fill(bs->index), 0, &state->counts);
 		}
 		else
-		{
-			/* they fit below the build fill: insert them one by one */
-			LWLockRelease(lock);
-			for (uint64 i = from; i < start[s]; i++)
-				pmhash_insert_entry(bs->index, ix, parted[i].hash, (ItemPointer) &parted[i].tid,
-									PMH_INSERT_NEW, NULL, NULL);
-		}
+			st = insert_entries(ix, s, parted + from, count);
+		LWLockRelease(lock);
 		if (bs->loading)
 		{
 			bs->loaded += count;
 			pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, bs->loaded);
 		}
+		if (st == PMH_CORRUPT)
+			pmhash_raise_shard_damaged(RelationGetRelationName(bs->index), s);
 		if (st != PMH_OK)
 			ereport(ERROR,
 					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
@@ -202,6 +233,7 @@ flush_batch(BuildState *bs)
 	pfree(parted);
 	pfree(start);
 	bs->nentries = 0;
+	bs->batches++;
 }
 
 /* Heap scan callback: collect the entry of one heap tuple. */
@@ -226,7 +258,7 @@ build_callback(Relation index pg_attribute_unused(), ItemPointer tid, Datum *val
 		bs->dead[bs->ndead++] = *tid;
 	}
 	if (bs->nentries == bs->maxentries)
-		flush_batch(bs);
+		flush_batch(bs, false);
 	if (ItemPointerGetBlockNumber(tid) != bs->last_block)
 	{
 		bs->last_block = ItemPointerGetBlockNumber(tid);
@@ -385,7 +417,7 @@ build_index(Relation heap, Relation index, IndexInfo *indexInfo, bool transactio
 		pgstat_progress_update_multi_param(3, index, values);
 		bs.loading = true;
 	}
-	flush_batch(&bs);
+	flush_batch(&bs, true);
 	pfree(bs.entries);
 	if (bs.unique)
 		check_unique(heap, index, indexInfo, &bs);
