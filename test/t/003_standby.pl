@@ -4,15 +4,18 @@
 # checksums, so that the files keep bucket checksums) runs a pgbench
 # workload of inserts, deletes, updates, probes, VACUUM and CHECKPOINT on
 # table rt while pg_basebackup copies it, so the standby starts from fuzzy
-# copies of the index files, whose torn buckets it must reseal, not report.  While the load goes on, the
-# primary grows rt in bulk, deletes a large part of it, creates an index,
-# REINDEXes one, drops one, truncates a table, moves an index to another
-# tablespace (its file is copied and the COPY replayed), and creates
-# databases from a template holding a pmhash index (WAL_LOG and FILE_COPY
-# strategies), then goes on with rounds of bulk inserts, deletes, VACUUM and
-# REINDEX.  Meanwhile pgbench on the standby compares, inside
-# REPEATABLE READ transactions, the index scan, the bitmap scan and the
-# seqscan of random keys: they must never differ or fail.  Once replay has
+# copies of the index files, whose torn buckets it must reseal, not
+# report.  While the load goes on, the primary grows rt in bulk, deletes a
+# large part of it, creates an index and REINDEXes one (both in several
+# batches of a small maintenance_work_mem), drops one, truncates a table,
+# moves an index to another tablespace (its file is copied and the COPY
+# replayed), and creates databases from a template holding a pmhash index
+# (WAL_LOG and FILE_COPY strategies), then goes on with rounds of bulk
+# inserts, deletes, VACUUM and REINDEX.  Meanwhile pgbench on the standby
+# compares, inside REPEATABLE READ transactions, the index scan, the bitmap
+# scan and the seqscan of random keys: they must never differ or fail.
+# The primary keeps 1GB of WAL (its rounds checkpoint often), so that a
+# standby slowed by a busy machine does not lose its stream.  Once replay has
 # caught up, every key of every index must give on the standby what its
 # seqscan gives and what the primary gives, and pmhash_verify must count
 # the non-null keys.  Finally the standby is promoted: its indexes take
@@ -70,7 +73,8 @@ sub transactions
 ############################################################################
 
 my $primary = new_node('primary', dir => 'data',
-	init => { allows_streaming => 1, extra => ['--data-checksums'] });
+	init => { allows_streaming => 1, extra => ['--data-checksums'] },
+	conf => "wal_keep_size = '1GB'\n");
 start_node($primary);
 create_workload_table($primary, 'postgres', 20000);
 $primary->safe_psql('postgres', <<'EOS');
@@ -114,11 +118,14 @@ my $probes_end = time + 25;
 primary_ok($primary, 'postgres',
 	'INSERT INTO rt (k, t) SELECT rt_key(), rt_t(rt_key()) FROM generate_series(1, 40000)',
 	'bulk growth of rt');
-primary_ok($primary, 'postgres', 'CREATE INDEX rt_n ON rt USING pmhash (n) WITH (shards = 2)',
-	'CREATE INDEX rt_n');
+# in several batches (32,768 entries each), logged at the last
+primary_ok($primary, 'postgres',
+	"SET maintenance_work_mem = '1MB'; CREATE INDEX rt_n ON rt USING pmhash (n) WITH (shards = 2)",
+	'CREATE INDEX rt_n in batches');
 primary_ok($primary, 'postgres', 'DELETE FROM rt WHERE id % 5 = 0; VACUUM rt',
 	'delete a fifth of rt and VACUUM');
-primary_ok($primary, 'postgres', 'REINDEX INDEX rt_t', 'REINDEX INDEX rt_t');
+primary_ok($primary, 'postgres', "SET maintenance_work_mem = '1MB'; REINDEX INDEX rt_t",
+	'REINDEX INDEX rt_t in batches');
 primary_ok($primary, 'postgres', 'DROP INDEX side_id', 'DROP INDEX side_id');
 primary_ok($primary, 'postgres',
 	'TRUNCATE side; INSERT INTO side SELECT i, i % 500 FROM generate_series(1, 8000) i',

@@ -2,14 +2,19 @@
 #
 # An index whose file recovery left to be rebuilt is rebuilt from its table
 # by its first use, outside any transaction: an abort does not undo it.
-# Here the server stops (immediate shutdown) while such a rebuild runs, with
-# a small maintenance_work_mem so that the rebuild writes and WAL-logs the
-# file batch by batch: replay after the restart then recreates a file that
-# holds only the shards logged before the stop.  That file must not be used
-# as if whole: the index's first use after the restart rebuilds it again
-# (with its LOG line), its index and bitmap scans find for every key what a
-# seqscan finds, and pmhash_verify and pmhash_stats count every row.  A
-# streaming standby follows the primary through the stopped rebuild, the
+# With a small maintenance_work_mem the rebuild takes several batches: the
+# batches before the last write the new file without WAL, and the last one
+# logs every shard's content (REBUILD records) before the end of the
+# rebuild is logged (BUILT).  Here the rebuilding backend is frozen at each
+# of the two stages (after the file's CREATE record, and after its first
+# REBUILD record, as pg_walinspect sees them) and the server stops
+# (immediate shutdown): replay after the restart then leaves a file still
+# marked as being built, which holds a partial content (written but not
+# logged, or only the shards logged before the stop).  That file must not
+# be used as if whole: the index's first use after the restart rebuilds it
+# again (with its LOG line), its index and bitmap scans find for every key
+# what a seqscan finds, and pmhash_verify and pmhash_stats count every row.
+# A streaming standby follows the primary through the stopped rebuild, the
 # restart and the second rebuild, and then answers the same.  On both
 # persistence paths: index files on /dev/shm with PMEM_IS_PMEM_FORCE=1, and
 # in the data directory with msync.
@@ -51,6 +56,53 @@ EOQ
 	return $rc == 0 ? $out : "error: $err";
 }
 
+# The rebuild holds the index's lock (1) or not (0).
+my $LOCK_SQL = "SELECT count(*) FROM pg_locks WHERE relation = 'rb_k'::regclass "
+  . "AND mode = 'AccessExclusiveLock' AND granted";
+
+# Stop (SIGSTOP) the backend that rebuilds the index as soon as the WAL
+# since $start holds a pmhash record of type $type: within milliseconds,
+# since the server itself flushes the WAL, watches it and signals.
+sub freeze_rebuild_after
+{
+	my ($node, $start, $type) = @_;
+	$node->safe_psql('postgres', <<"EOQ");
+SET statement_timeout = '120s';
+DO \$\$
+DECLARE
+	rebuilder int;
+BEGIN
+	LOOP
+		-- a commit that wrote WAL flushes it, the rebuild's records with it
+		PERFORM pg_logical_emit_message(true, 'flush', '');
+		COMMIT;
+		EXIT WHEN EXISTS (SELECT FROM pg_get_wal_records_info('$start', pg_current_wal_flush_lsn())
+						  WHERE resource_manager = 'pmhash' AND record_type = '$type');
+		PERFORM pg_sleep(0.005);
+	END LOOP;
+	SELECT pid INTO STRICT rebuilder FROM pg_locks
+	WHERE relation = 'rb_k'::regclass AND mode = 'AccessExclusiveLock' AND granted;
+	EXECUTE format('COPY (SELECT) TO PROGRAM %L', 'kill -STOP ' || rebuilder || '; cat > /dev/null');
+END
+\$\$;
+EOQ
+	return;
+}
+
+# The pmhash records in the WAL flushed since $start, by type, as
+# "TYPE:count ..." in the order of the types' names.  (No flush here: a
+# frozen rebuild may hold a WAL insertion lock, which a flush would wait for.)
+sub rebuild_records
+{
+	my ($node, $start) = @_;
+	return $node->safe_psql('postgres', <<"EOQ");
+SELECT string_agg(record_type || ':' || n, ' ' ORDER BY record_type)
+FROM (SELECT record_type, count(*) AS n
+	  FROM pg_get_wal_records_info('$start', pg_current_wal_flush_lsn())
+	  WHERE resource_manager = 'pmhash' GROUP BY record_type) r
+EOQ
+}
+
 # Every key's index and bitmap scans against the seqscan, and the entries
 # pmhash_verify and pmhash_stats count.
 sub check_answers
@@ -74,6 +126,7 @@ for my $case ([ 'pmem', 'shm', 1 ], [ 'msync', 'data', 0 ])
 	start_node($primary);
 	$primary->safe_psql('postgres', <<"EOS");
 CREATE EXTENSION pmhash;
+CREATE EXTENSION pg_walinspect;
 CREATE TABLE rb (id int8, k int8);
 INSERT INTO rb SELECT g, g % $KEYS FROM generate_series(1, $ROWS) g;
 CREATE INDEX rb_k ON rb USING pmhash (k);
@@ -84,45 +137,47 @@ EOS
 	start_node($standby);
 	$primary->wait_for_catchup($standby);
 
-	# mark the file to be rebuilt, as recovery does when it cannot replay it
-	my $file = index_path($primary, 'postgres', 'rb_k');
-	$primary->stop;
-	change_byte($file, $STATE_OFFSET, sub { $_[0] | $NEEDS_REBUILD });
-	start_node($primary);
+	for my $stage ([ 'its unlogged batches', 'CREATE' ], [ 'the logging of its last batch', 'REBUILD' ])
+	{
+		my ($stage_name, $after) = @$stage;
+		my $name = "$path_name, crash in $stage_name";
 
-	# the first use rebuilds the index; stop the server while it runs
-	my ($out, $err) = ('', '');
-	my $probe = IPC::Run::start(
-		[ 'psql', '-X', '-d', $primary->connstr('postgres'), '-c',
-			"SET maintenance_work_mem = '1MB'; $FORCE_INDEX SELECT count(*) FROM rb WHERE k = 1" ],
-		'>', \$out, '2>', \$err);
-	my $lock_sql = "SELECT count(*) FROM pg_locks WHERE relation = 'rb_k'::regclass "
-	  . "AND mode = 'AccessExclusiveLock' AND granted";
-	ok(wait_until(60, sub { $primary->safe_psql('postgres', $lock_sql) eq '1' }),
-		"$path_name: the first use of the index rebuilds it from the table");
-	my $wal_start = $primary->safe_psql('postgres', 'SELECT pg_current_wal_insert_lsn()');
-	ok( wait_until(60,
-			sub {
-				$primary->safe_psql('postgres',
-					"SELECT pg_current_wal_insert_lsn() - '$wal_start' > 4000000") eq 't';
-			}),
-		"$path_name: the rebuild writes WAL");
-	my $still = $primary->safe_psql('postgres', $lock_sql);
-	$primary->stop('immediate');
-	$probe->finish;
-	is($still, '1', "$path_name: the server stops while the rebuild runs");
-	unlike(slurp_file($primary->logfile), qr/pmhash index "rb_k" was rebuilt/,
-		"$path_name: the rebuild had not finished");
+		# mark the file to be rebuilt, as recovery does when it cannot replay it
+		my $file = index_path($primary, 'postgres', 'rb_k');
+		$primary->stop;
+		change_byte($file, $STATE_OFFSET, sub { $_[0] | $NEEDS_REBUILD });
+		start_node($primary);
 
-	my $offset = log_offset($primary);
-	start_node($primary);
-	check_answers($primary, "$path_name, after the crash");
-	like(slurp_file($primary->logfile, $offset), qr/pmhash index "rb_k" was rebuilt from table "rb"/,
-		"$path_name: the first use after the crash rebuilt the index again");
-	check_log($primary, $offset, "$path_name, after the crash");
+		# the first use rebuilds the index; freeze it at the stage, then stop the server
+		my $start = $primary->safe_psql('postgres', 'SELECT pg_current_wal_insert_lsn()');
+		my $rebuild_log = log_offset($primary);
+		my ($out, $err) = ('', '');
+		my $probe = IPC::Run::start(
+			[ 'psql', '-X', '-d', $primary->connstr('postgres'), '-c',
+				"SET maintenance_work_mem = '1MB'; $FORCE_INDEX SELECT count(*) FROM rb WHERE k = 1" ],
+			'>', \$out, '2>', \$err);
+		freeze_rebuild_after($primary, $start, $after);
+		my $still = $primary->safe_psql('postgres', $LOCK_SQL);
+		my $records = rebuild_records($primary, $start);
+		note "$name: pmhash records before the stop: $records";
+		$primary->stop('immediate');
+		$probe->finish;
+		is($still, '1', "$name: the server stops while the rebuild runs");
+		unlike(slurp_file($primary->logfile, $rebuild_log), qr/pmhash index "rb_k" was rebuilt/,
+			"$name: the rebuild had not finished");
+		like($records, $after eq 'CREATE' ? qr/^CREATE:1$/ : qr/^CREATE:1 REBUILD:\d+$/,
+			"$name: the WAL holds the records of that stage and no BUILT record");
 
-	$primary->wait_for_catchup($standby);
-	check_answers($standby, "$path_name, standby");
+		my $offset = log_offset($primary);
+		start_node($primary);
+		check_answers($primary, "$name, after the crash");
+		like(slurp_file($primary->logfile, $offset), qr/pmhash index "rb_k" was rebuilt from table "rb"/,
+			"$name: the first use after the crash rebuilt the index again");
+		check_log($primary, $offset, "$name, after the crash");
+
+		$primary->wait_for_catchup($standby);
+		check_answers($standby, "$name, standby");
+	}
 	$standby->stop;
 	$primary->stop;
 }
