@@ -75,8 +75,8 @@ SELECT pmhash_verify('heavy_k') = (SELECT count(*) FROM heavy) AS verify_counts_
 FROM pmhash_stats('heavy_k');
 DROP TABLE heavy;
 
--- a build that takes many batches (maintenance_work_mem 1MB: 32,768 entries
--- each; 4.6 batches here) chooses its shards for the whole table and ends at
+-- a build that takes many batches (maintenance_work_mem 1MB: 43,690 entries
+-- each; 3.4 batches here) chooses its shards for the whole table and ends at
 -- the build fill, as a build in one batch does, and holds the same entries;
 -- it logs each shard's content once, so about as much WAL as one batch
 CREATE TABLE batched (id int, k int8) WITH (autovacuum_enabled = off);
@@ -102,4 +102,11 @@ SELECT count(*) AS found FROM generate_series(1, 150000, 499) i
 WHERE EXISTS (SELECT FROM batched WHERE k = hashint8(i) AND id = i);
 RESET enable_bitmapscan;
 RESET enable_seqscan;
+-- a unique build in several batches checks the keys of every batch
+SET maintenance_work_mem = '1MB';
+CREATE UNIQUE INDEX batched_id ON batched USING pmhash (id);
+DROP INDEX batched_id;
+INSERT INTO batched VALUES (7, 0);
+CREATE UNIQUE INDEX batched_id ON batched USING pmhash (id);
+RESET maintenance_work_mem;
 DROP TABLE batched;

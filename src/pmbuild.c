@@ -7,13 +7,15 @@
  * The heap scan collects (hash, TID) entries in memory, up to
  * maintenance_work_mem.  The first batch, usually the only one, fixes the
  * number of shards from the number of entries seen (unless the shards
- * reloption sets it), partitions the batch by shard and writes each shard's
- * segment in one go.  Later batches are merged into shards by rebuilding
- * those that receive many entries and inserting into the others, and the
- * last batch of several rebuilds every shard.  Nobody can see the index
- * while it is built, so flushing waits for the end.  With WAL, the build
- * logs the new file and, at its last batch, every shard's content once, so
- * that standbys and archive recovery rebuild the same index.
+ * reloption sets it) and creates the file.  A full batch is sorted by shard
+ * and spilled to a temporary file (a run on a logical tape, as tuplesort
+ * spills); at the end of the scan the last batch, sorted by shard too, is
+ * merged with every run shard by shard, and each shard's segment is
+ * written in one go.  However many batches it took, the build writes each
+ * shard once and lays the file out as a build in one batch would.  Nobody
+ * can see the index while it is built, so flushing waits for the end.
+ * With WAL, the build logs the new file and every shard's content, so that
+ * standbys and archive recovery rebuild the same index.
  *
  * The same build repairs, automatically and with a LOG line, a file that
  * recovery could not bring up to date.
@@ -39,6 +41,7 @@
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
 #include "utils/builtins.h"
+#include "utils/logtape.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 
@@ -48,8 +51,8 @@
 #define PROGRESS_EVERY		256		/* heap tuples between progress reports */
 
 /* Subphases of a build in pg_stat_progress_create_index (pmhashbuildphasename) */
-#define BUILD_PHASE_SCAN	2		/* the heap scan, moving full batches in */
-#define BUILD_PHASE_LOAD	3		/* moving the last batch into the shards */
+#define BUILD_PHASE_SCAN	2		/* the heap scan, spilling full batches */
+#define BUILD_PHASE_LOAD	3		/* moving the entries into the shards */
 #define BUILD_PHASE_UNIQUE	4		/* the duplicate check of a unique index */
 #define BUILD_PHASE_SYNC	5		/* making the file durable */
 #define MIN_SHARD_BITS		9		/* 512: bucket slots then keep every hash bit */
@@ -60,12 +63,15 @@ typedef struct BuildState
 	PmhEntry   *entries;
 	uint64		nentries;
 	uint64		maxentries;
-	int			batches;		/* batches moved into the index so far */
 	bool		created;
+	uint32		shard_bits;		/* the file's, fixed at the first batch */
+	LogicalTapeSet *tapes;		/* full batches spilled, one run each */
+	LogicalTape **runs;
+	int			nruns;
+	int			maxruns;
 	bool		transactional;	/* an abort removes the new file */
 	bool		progress;		/* report to pg_stat_progress_create_index */
-	bool		loading;		/* the last batch: report entries moved in */
-	int64		loaded;
+	int64		loaded;			/* entries moved into the shards */
 	double		index_tuples;
 	BlockNumber heap_blocks;	/* the table's size when the build started */
 	BlockNumber blocks_seen;	/* heap blocks that gave entries so far */
@@ -75,6 +81,15 @@ typedef struct BuildState
 	int			ndead;
 	int			maxdead;
 } BuildState;
+
+/* The merge of the spilled runs, shard by shard (load_entries). */
+typedef struct RunMerge
+{
+	PmhEntry   *heads;			/* each run's next entry */
+	bool	   *more;			/* whether heads[r] holds one */
+	PmhEntry   *merged;			/* one shard's entries */
+	uint64		maxmerged;
+} RunMerge;
 
 /* The bucket fill of a build: the fillfactor, leaving room before growth. */
 double
@@ -115,113 +130,173 @@ expected_entries(BuildState *bs)
 }
 
 /*
- * Whether a built shard takes the given number of further entries without
- * passing the build fill; if not, it is rebuilt with them at that fill, so
- * that the finished index leaves the same room before growth however many
- * batches the build took.
+ * Sort a batch's entries by shard (a counting sort): returns the sorted
+ * copy, and in *ends the end of each shard's entries in it.
  */
-static bool
-fits_at_build_fill(BuildState *bs, PmhashShardState *state, const PmhSegment *seg,
-				   uint64 entries)
+static PmhEntry *
+sort_by_shard(BuildState *bs, uint64 **ends)
 {
-	double		capacity = (double) seg->nbuckets * PMH_BUCKET_SLOTS *
-		pmhash_build_fill(bs->index);
+	uint32		nshards = UINT32_C(1) << bs->shard_bits;
+	uint64	   *start = palloc0((nshards + 1) * sizeof(uint64));
+	PmhEntry   *sorted = palloc_extended(Max(bs->nentries, 1) * sizeof(PmhEntry),
+										 MCXT_ALLOC_HUGE);
 
-	return (double) (state->counts.slots + entries) <= capacity;
-}
-
-/* Insert a batch's entries of one shard one by one (shard lock held). */
-static PmhStatus
-insert_entries(PmhashLocal *ix, uint32 shard, const PmhEntry *entries, uint64 count)
-{
-	PmhashShardState *state = &ix->share->shards[shard];
-
-	for (uint64 i = 0; i < count; i++)
-	{
-		PmhSegment	seg;
-		PmhStatus	st;
-
-		/* a growth may have replaced the segment */
-		pmhash_shard_segment(ix, shard, &seg);
-		st = pmh_table_insert(&ix->table, &seg, &state->counts, entries[i].hash, entries[i].tid,
-							  0, PMH_INSERT_NEW, 0);
-		if (st != PMH_OK)
-			return st;
-	}
-	return PMH_OK;
-}
-
-/*
- * Move a batch of entries into the index, shard by shard: a shard whose
- * entries do not fit below the build fill is rebuilt at that fill, else
- * they are inserted.  Batches before the last write no WAL.  The last batch
- * of a build that took several rebuilds every shard, so that each shard's
- * content is logged once, in one REBUILD record; sweeping the shards in
- * order also lets each new segment reuse the space the previous ones left.
- */
-static void
-flush_batch(BuildState *bs, bool last)
-{
-	PmhashLocal   *ix;
-	uint32		nshards;
-	uint64	   *start;
-	PmhEntry   *parted;
-	bool		merge_all = last && bs->batches > 0;
-
-	if (!bs->created)
-	{
-		ix = pmhash_create(bs->index, choose_shard_bits(bs->index, expected_entries(bs)), true,
-						bs->transactional);
-		bs->created = true;
-	}
-	else
-		ix = pmhash_open(bs->index, NULL);
-	/* nobody sees the index before its build ends, nor replays a part of it */
-	if (!last)
-		ix->logged = false;
-	nshards = UINT32_C(1) << ix->table.shard_bits;
-
-	/* counting sort by shard */
-	start = palloc0((nshards + 1) * sizeof(uint64));
-	parted = palloc_extended(Max(bs->nentries, 1) * sizeof(PmhEntry), MCXT_ALLOC_HUGE);
 	for (uint64 i = 0; i < bs->nentries; i++)
-		start[pmh_shard_of(bs->entries[i].hash, ix->table.shard_bits) + 1]++;
+		start[pmh_shard_of(bs->entries[i].hash, bs->shard_bits) + 1]++;
 	for (uint32 s = 0; s < nshards; s++)
 		start[s + 1] += start[s];
 	for (uint64 i = 0; i < bs->nentries; i++)
-		parted[start[pmh_shard_of(bs->entries[i].hash, ix->table.shard_bits)]++] = bs->entries[i];
+		sorted[start[pmh_shard_of(bs->entries[i].hash, bs->shard_bits)]++] = bs->entries[i];
 	/* start[s] now holds the end of shard s */
+	*ends = start;
+	return sorted;
+}
 
+/*
+ * Create the index file at the first batch, with the number of shards
+ * that the entries seen so far call for.
+ */
+static void
+create_file(BuildState *bs)
+{
+	bs->shard_bits = choose_shard_bits(bs->index, expected_entries(bs));
+	(void) pmhash_create(bs->index, bs->shard_bits, true, bs->transactional);
+	pmhash_leave();
+	bs->created = true;
+}
+
+/*
+ * Write a full batch, sorted by shard, to a run of its own on a logical
+ * tape (a temporary file), for load_entries to merge.
+ */
+static void
+spill_batch(BuildState *bs)
+{
+	uint64	   *ends;
+	PmhEntry   *sorted;
+
+	if (!bs->created)
+		create_file(bs);
+	if (bs->tapes == NULL)
+		bs->tapes = LogicalTapeSetCreate(false, NULL, -1);
+	if (bs->nruns == bs->maxruns)
+	{
+		bs->maxruns = Max(bs->maxruns * 2, 8);
+		bs->runs = bs->runs ? repalloc(bs->runs, bs->maxruns * sizeof(LogicalTape *)) :
+			palloc(bs->maxruns * sizeof(LogicalTape *));
+	}
+	sorted = sort_by_shard(bs, &ends);
+	bs->runs[bs->nruns] = LogicalTapeCreate(bs->tapes);
+	LogicalTapeWrite(bs->runs[bs->nruns], sorted, bs->nentries * sizeof(PmhEntry));
+	bs->nruns++;
+	pfree(sorted);
+	pfree(ends);
+	bs->nentries = 0;
+}
+
+/* Read the next entry of a run into *head; false at its end. */
+static bool
+read_run(LogicalTape *run, PmhEntry *head)
+{
+	size_t		got = LogicalTapeRead(run, head, sizeof(PmhEntry));
+
+	if (got != 0 && got != sizeof(PmhEntry))
+		elog(ERROR, "pmhash build: short read of a spilled batch");
+	return got != 0;
+}
+
+/* Make room for count entries in a merge's buffer. */
+static void
+reserve_merged(RunMerge *m, uint64 count)
+{
+	if (count <= m->maxmerged)
+		return;
+	m->maxmerged = Max(count, Max(m->maxmerged * 2, 4096));
+	m->merged = m->merged ? repalloc_huge(m->merged, m->maxmerged * sizeof(PmhEntry)) :
+		palloc_extended(m->maxmerged * sizeof(PmhEntry), MCXT_ALLOC_HUGE);
+}
+
+/*
+ * Gather one shard's entries: those of every spilled run (each sorted by
+ * shard, read in step with the shards), then the last batch's; returns
+ * their number, in m->merged.
+ */
+static uint64
+merge_shard(BuildState *bs, RunMerge *m, uint32 shard, const PmhEntry *last, uint64 nlast)
+{
+	uint64		n = 0;
+
+	for (int r = 0; r < bs->nruns; r++)
+	{
+		while (m->more[r] && pmh_shard_of(m->heads[r].hash, bs->shard_bits) == shard)
+		{
+			reserve_merged(m, n + 1);
+			m->merged[n++] = m->heads[r];
+			m->more[r] = read_run(bs->runs[r], &m->heads[r]);
+		}
+	}
+	reserve_merged(m, n + nlast);
+	memcpy(m->merged + n, last, nlast * sizeof(PmhEntry));
+	return n + nlast;
+}
+
+/*
+ * Move the entries into the index: each shard is built once, at the build
+ * fill, from its entries of every run spilled and of the last batch (in
+ * memory), and logged in one REBUILD record.  However many batches the
+ * build took, the file and its WAL are those of a build in one batch.
+ */
+static void
+load_entries(BuildState *bs)
+{
+	PmhashLocal   *ix;
+	uint32		nshards;
+	uint64	   *ends;
+	PmhEntry   *sorted;
+	RunMerge	m = {0};
+
+	if (!bs->created)
+		create_file(bs);
+	nshards = UINT32_C(1) << bs->shard_bits;
+	sorted = sort_by_shard(bs, &ends);
+	if (bs->nruns > 0)
+	{
+		m.heads = palloc(bs->nruns * sizeof(PmhEntry));
+		m.more = palloc(bs->nruns * sizeof(bool));
+		for (int r = 0; r < bs->nruns; r++)
+		{
+			LogicalTapeRewindForRead(bs->runs[r], BLCKSZ);
+			m.more[r] = read_run(bs->runs[r], &m.heads[r]);
+		}
+	}
+
+	ix = pmhash_open(bs->index, NULL);
 	for (uint32 s = 0; s < nshards; s++)
 	{
-		uint64		from = s == 0 ? 0 : start[s - 1];
-		uint64		count = start[s] - from;
-		PmhashShardState *state = &ix->share->shards[s];
-		LWLock	   *lock = pmhash_shard_lock(ix->share, s);
+		uint64		from = s == 0 ? 0 : ends[s - 1];
+		uint64		count = ends[s] - from;
+		const PmhEntry *entries = sorted + from;
 		PmhSegment	seg;
-		PmhStatus	st = PMH_OK;
+		PmhStatus	st;
 
-		if (count == 0 && !merge_all)
+		if (bs->nruns > 0)
+		{
+			count = merge_shard(bs, &m, s, entries, count);
+			entries = m.merged;
+		}
+		if (count == 0)
 			continue;
 		CHECK_FOR_INTERRUPTS();
-		LWLockAcquire(lock, LW_EXCLUSIVE);
+		LWLockAcquire(pmhash_shard_lock(ix->share, s), LW_EXCLUSIVE);
 		pmhash_shard_segment(ix, s, &seg);
-		if (merge_all || seg.unit == 0 || !fits_at_build_fill(bs, state, &seg, count))
-		{
-			if (count > 0 || seg.unit != 0)
-				st = pmh_table_rebuild(&ix->table, &seg, parted + from, count, 0,
-									   pmhash_build_fill(bs->index), 0, &state->counts);
-		}
-		else
-			st = insert_entries(ix, s, parted + from, count);
-		LWLockRelease(lock);
-		if (bs->loading)
+		st = pmh_table_rebuild(&ix->table, &seg, entries, count, 0, pmhash_build_fill(bs->index), 0,
+							   &ix->share->shards[s].counts);
+		LWLockRelease(pmhash_shard_lock(ix->share, s));
+		if (bs->progress)
 		{
 			bs->loaded += count;
 			pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, bs->loaded);
 		}
-		if (st == PMH_CORRUPT)
-			pmhash_raise_shard_damaged(RelationGetRelationName(bs->index), s);
 		if (st != PMH_OK)
 			ereport(ERROR,
 					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
@@ -230,10 +305,18 @@ flush_batch(BuildState *bs, bool last)
 					 errhint("Use more shards: WITH (shards = N).")));
 	}
 	pmhash_leave();
-	pfree(parted);
-	pfree(start);
+	if (bs->nruns > 0)
+	{
+		LogicalTapeSetClose(bs->tapes);
+		pfree(bs->runs);
+		pfree(m.heads);
+		pfree(m.more);
+		if (m.merged)
+			pfree(m.merged);
+	}
+	pfree(sorted);
+	pfree(ends);
 	bs->nentries = 0;
-	bs->batches++;
 }
 
 /* Heap scan callback: collect the entry of one heap tuple. */
@@ -258,7 +341,7 @@ build_callback(Relation index pg_attribute_unused(), ItemPointer tid, Datum *val
 		bs->dead[bs->ndead++] = *tid;
 	}
 	if (bs->nentries == bs->maxentries)
-		flush_batch(bs, false);
+		spill_batch(bs);
 	if (ItemPointerGetBlockNumber(tid) != bs->last_block)
 	{
 		bs->last_block = ItemPointerGetBlockNumber(tid);
@@ -412,12 +495,11 @@ build_index(Relation heap, Relation index, IndexInfo *indexInfo, bool transactio
 	{
 		const int	index[] = {PROGRESS_CREATEIDX_SUBPHASE, PROGRESS_CREATEIDX_TUPLES_TOTAL,
 		PROGRESS_CREATEIDX_TUPLES_DONE};
-		const int64 values[] = {BUILD_PHASE_LOAD, (int64) bs.nentries, 0};
+		const int64 values[] = {BUILD_PHASE_LOAD, (int64) bs.index_tuples, 0};
 
 		pgstat_progress_update_multi_param(3, index, values);
-		bs.loading = true;
 	}
-	flush_batch(&bs, true);
+	load_entries(&bs);
 	pfree(bs.entries);
 	if (bs.unique)
 		check_unique(heap, index, indexInfo, &bs);
