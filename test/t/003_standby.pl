@@ -118,7 +118,7 @@ my $probes_end = time + 25;
 primary_ok($primary, 'postgres',
 	'INSERT INTO rt (k, t) SELECT rt_key(), rt_t(rt_key()) FROM generate_series(1, 40000)',
 	'bulk growth of rt');
-# in several batches (32,768 entries each), logged at the last
+# in several batches (43,690 entries each), spilled to temporary files
 primary_ok($primary, 'postgres',
 	"SET maintenance_work_mem = '1MB'; CREATE INDEX rt_n ON rt USING pmhash (n) WITH (shards = 2)",
 	'CREATE INDEX rt_n in batches');

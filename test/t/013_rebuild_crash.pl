@@ -2,18 +2,20 @@
 #
 # An index whose file recovery left to be rebuilt is rebuilt from its table
 # by its first use, outside any transaction: an abort does not undo it.
-# With a small maintenance_work_mem the rebuild takes several batches: the
-# batches before the last write the new file without WAL, and the last one
-# logs every shard's content (REBUILD records) before the end of the
-# rebuild is logged (BUILT).  Here the rebuilding backend is frozen at each
-# of the two stages (after the file's CREATE record, and after its first
-# REBUILD record, as pg_walinspect sees them) and the server stops
-# (immediate shutdown): replay after the restart then leaves a file still
-# marked as being built, which holds a partial content (written but not
-# logged, or only the shards logged before the stop).  That file must not
-# be used as if whole: the index's first use after the restart rebuilds it
-# again (with its LOG line), its index and bitmap scans find for every key
-# what a seqscan finds, and pmhash_verify and pmhash_stats count every row.
+# With a small maintenance_work_mem the rebuild takes several batches: it
+# creates the new file (a CREATE record) at the first, spills the full ones
+# to temporary files while it scans the table, then writes and logs every
+# shard's content (REBUILD records) before the end of the rebuild is
+# logged (BUILT).  Here the rebuilding backend is frozen at each of the two
+# stages (after the file's CREATE record, and after its first REBUILD
+# record, as pg_walinspect sees them) and the server stops (immediate
+# shutdown): replay after the restart then leaves a file still marked as
+# being built, empty or holding only the shards logged before the stop,
+# and the spilled batches are gone with their temporary files.  That file
+# must not be used as if whole: the index's first use after the restart
+# rebuilds it again (with its LOG line), its index and bitmap scans find
+# for every key what a seqscan finds, and pmhash_verify and pmhash_stats
+# count every row.
 # A streaming standby follows the primary through the stopped rebuild, the
 # restart and the second rebuild, and then answers the same.  On both
 # persistence paths: index files on /dev/shm with PMEM_IS_PMEM_FORCE=1, and
@@ -137,7 +139,7 @@ EOS
 	start_node($standby);
 	$primary->wait_for_catchup($standby);
 
-	for my $stage ([ 'its unlogged batches', 'CREATE' ], [ 'the logging of its last batch', 'REBUILD' ])
+	for my $stage ([ 'its spilled batches', 'CREATE' ], [ 'the logging of its shards', 'REBUILD' ])
 	{
 		my ($stage_name, $after) = @$stage;
 		my $name = "$path_name, crash in $stage_name";
