@@ -167,6 +167,26 @@ REVOKE CREATE ON SCHEMA public FROM regress_pmhash_er_owner;
 DROP ROLE regress_pmhash_er_owner, regress_pmhash_er_other;
 
 --
+-- A build larger than maintenance_work_mem spills its batches to temporary
+-- files: over temp_file_limit it fails with PostgreSQL's error and leaves no
+-- file; within it, plain and unique builds hold every entry
+--
+CREATE TABLE er_spill (k int8) WITH (autovacuum_enabled = off);
+INSERT INTO er_spill SELECT i FROM generate_series(1, 200000) i;
+SET maintenance_work_mem = '1MB';
+SET temp_file_limit = '100kB';
+SELECT er_error($$CREATE INDEX er_spill_k ON er_spill USING pmhash (k)$$) AS plain_over_limit,
+       er_error($$CREATE UNIQUE INDEX er_spill_k ON er_spill USING pmhash (k)$$) AS unique_over_limit;
+SELECT er_files_match();
+RESET temp_file_limit;
+CREATE INDEX er_spill_k ON er_spill USING pmhash (k);
+CREATE UNIQUE INDEX er_spill_u ON er_spill USING pmhash (k);
+RESET maintenance_work_mem;
+SELECT pmhash_verify('er_spill_k') AS plain_entries, pmhash_verify('er_spill_u') AS unique_entries;
+SELECT er_files_match();
+DROP TABLE er_spill;
+
+--
 -- Parameters are fixed at server start; the pmhash prefix is reserved
 --
 SET pmhash.directory = '/tmp';
