@@ -23,6 +23,9 @@
 #
 #   bash test/soak.sh /tmp/soak                  10 minutes per path
 #   SOAK_SECONDS=60 bash test/soak.sh /tmp/soak  the test command's run
+#   SOAK_SETTINGS="maintenance_work_mem = 1MB" bash test/soak.sh /tmp/soak
+#                 extra postgresql.conf lines, separated by ';' (here: every
+#                 build and REINDEX spills its batches to temporary files)
 set -u
 WORK=${1:?usage: soak.sh WORKDIR}/soak
 SCRIPTS=$(cd "$(dirname "$0")/concurrency" && pwd)
@@ -30,6 +33,7 @@ source "$SCRIPTS/../lib/common.sh"
 source "$SCRIPTS/../lib/rowcheck.sh"
 SOAK_SECONDS=${SOAK_SECONDS:-600}
 SOAK_MODES=${SOAK_MODES:-"pmem msync"}
+IFS=';' read -r -a SOAK_EXTRA <<<"${SOAK_SETTINGS:-}"
 PGBENCH=/usr/lib/postgresql/15/bin/pgbench
 mkdir -p "$WORK"
 chmod 755 "$WORK"
@@ -124,7 +128,7 @@ drop_leftovers() {
 }
 
 for MODE in $SOAK_MODES; do
-	start_cluster "$WORK/$MODE" "$MODE" "autovacuum = off" "restart_after_crash = on"
+	start_cluster "$WORK/$MODE" "$MODE" "autovacuum = off" "restart_after_crash = on" "${SOAK_EXTRA[@]}"
 	LOG=$WORK/$MODE/server.log
 	MAINT_LOG=$WORK/$MODE-maintenance.log
 	export PGOPTIONS="-c statement_timeout=10min"
