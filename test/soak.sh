@@ -25,7 +25,8 @@
 #   SOAK_SECONDS=60 bash test/soak.sh /tmp/soak  the test command's run
 #   SOAK_SETTINGS="maintenance_work_mem = 1MB" bash test/soak.sh /tmp/soak
 #                 extra postgresql.conf lines, separated by ';' (here: every
-#                 build and REINDEX spills its batches to temporary files)
+#                 build and REINDEX of the k and t indexes spills its batches
+#                 to temporary files)
 set -u
 WORK=${1:?usage: soak.sh WORKDIR}/soak
 SCRIPTS=$(cd "$(dirname "$0")/concurrency" && pwd)
