@@ -187,6 +187,40 @@ SELECT er_files_match();
 DROP TABLE er_spill;
 
 --
+-- A parallel build: an error of a worker fails it and leaves no file, and
+-- so does temp_file_limit, whichever participant spills past it
+--
+CREATE FUNCTION er_fail_in_worker(k int8) RETURNS int8
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
+BEGIN
+  IF pg_backend_pid() <> current_setting('er.leader')::int THEN
+    RAISE EXCEPTION 'er_fail_in_worker called in a parallel worker';
+  END IF;
+  RETURN k;
+END $$;
+CREATE TABLE er_parallel (k int8) WITH (parallel_workers = 2, autovacuum_enabled = off);
+INSERT INTO er_parallel SELECT i FROM generate_series(1, 200000) i;
+SELECT set_config('er.leader', pg_backend_pid()::text, false) IS NOT NULL AS leader_set;
+SET max_parallel_maintenance_workers = 2;
+SELECT er_error($$CREATE INDEX er_parallel_f ON er_parallel USING pmhash (er_fail_in_worker(k))$$)
+       AS with_workers;
+SELECT er_files_match();
+SET maintenance_work_mem = '1MB';
+SET temp_file_limit = '100kB';
+SELECT er_error($$CREATE INDEX er_parallel_k ON er_parallel USING pmhash (k)$$) AS over_limit;
+SELECT er_files_match();
+RESET temp_file_limit;
+RESET maintenance_work_mem;
+SET max_parallel_maintenance_workers = 0;
+SELECT er_error($$CREATE INDEX er_parallel_f ON er_parallel USING pmhash (er_fail_in_worker(k))$$)
+       AS without_workers;
+RESET max_parallel_maintenance_workers;
+SELECT pmhash_verify('er_parallel_f') AS entries;
+DROP TABLE er_parallel;
+DROP FUNCTION er_fail_in_worker(int8);
+SELECT er_files_match();
+
+--
 -- Parameters are fixed at server start; the pmhash prefix is reserved
 --
 SET pmhash.directory = '/tmp';
