@@ -3,19 +3,19 @@
 # An index whose file recovery left to be rebuilt is rebuilt from its table
 # by its first use, outside any transaction: an abort does not undo it.
 # With a small maintenance_work_mem the rebuild takes several batches: it
-# creates the new file (a CREATE record) at the first, spills the full ones
-# to temporary files while it scans the table, then writes and logs every
-# shard's content (REBUILD records) before the end of the rebuild is
-# logged (BUILT).  Here the rebuilding backend is frozen at each of the two
-# stages (after the file's CREATE record, and after its first REBUILD
-# record, as pg_walinspect sees them) and the server stops (immediate
-# shutdown): replay after the restart then leaves a file still marked as
-# being built, empty or holding only the shards logged before the stop,
-# and the spilled batches are gone with their temporary files.  That file
-# must not be used as if whole: the index's first use after the restart
-# rebuilds it again (with its LOG line), its index and bitmap scans find
-# for every key what a seqscan finds, and pmhash_verify and pmhash_stats
-# count every row.
+# spills the full ones to temporary files while it scans the table, then
+# creates the new file (a CREATE record) and writes and logs every shard's
+# content (REBUILD records) before the end of the rebuild is logged
+# (BUILT).  Here the rebuilding backend is frozen at each of the two stages
+# (once it has spilled a batch, as pg_ls_tmpdir sees it, and after its
+# first REBUILD record, as pg_walinspect sees it) and the server stops
+# (immediate shutdown): replay after the restart then leaves the old file
+# still marked to be rebuilt, or a new file still marked as being built,
+# holding only the shards logged before the stop, and the spilled batches
+# are gone with their temporary files.  That file must not be used as if
+# whole: the index's first use after the restart rebuilds it again (with
+# its LOG line), its index and bitmap scans find for every key what a
+# seqscan finds, and pmhash_verify and pmhash_stats count every row.
 # A streaming standby follows the primary through the stopped rebuild, the
 # restart and the second rebuild, and then answers the same.  On both
 # persistence paths: index files on /dev/shm with PMEM_IS_PMEM_FORCE=1, and
@@ -62,12 +62,12 @@ EOQ
 my $LOCK_SQL = "SELECT count(*) FROM pg_locks WHERE relation = 'rb_k'::regclass "
   . "AND mode = 'AccessExclusiveLock' AND granted";
 
-# Stop (SIGSTOP) the backend that rebuilds the index as soon as the WAL
-# since $start holds a pmhash record of type $type: within milliseconds,
-# since the server itself flushes the WAL, watches it and signals.
-sub freeze_rebuild_after
+# Stop (SIGSTOP) the backend that rebuilds the index as soon as $condition
+# (SQL) holds: within milliseconds, since the server itself flushes the
+# WAL, watches and signals.
+sub freeze_rebuild_when
 {
-	my ($node, $start, $type) = @_;
+	my ($node, $condition) = @_;
 	$node->safe_psql('postgres', <<"EOQ");
 SET statement_timeout = '120s';
 DO \$\$
@@ -78,8 +78,7 @@ BEGIN
 		-- a commit that wrote WAL flushes it, the rebuild's records with it
 		PERFORM pg_logical_emit_message(true, 'flush', '');
 		COMMIT;
-		EXIT WHEN EXISTS (SELECT FROM pg_get_wal_records_info('$start', pg_current_wal_flush_lsn())
-						  WHERE resource_manager = 'pmhash' AND record_type = '$type');
+		EXIT WHEN $condition;
 		PERFORM pg_sleep(0.005);
 	END LOOP;
 	SELECT pid INTO STRICT rebuilder FROM pg_locks
@@ -139,7 +138,7 @@ EOS
 	start_node($standby);
 	$primary->wait_for_catchup($standby);
 
-	for my $stage ([ 'its spilled batches', 'CREATE' ], [ 'the logging of its shards', 'REBUILD' ])
+	for my $stage ([ 'its spilled batches', 'spill' ], [ 'the logging of its shards', 'REBUILD' ])
 	{
 		my ($stage_name, $after) = @$stage;
 		my $name = "$path_name, crash in $stage_name";
@@ -158,7 +157,10 @@ EOS
 			[ 'psql', '-X', '-d', $primary->connstr('postgres'), '-c',
 				"SET maintenance_work_mem = '1MB'; $FORCE_INDEX SELECT count(*) FROM rb WHERE k = 1" ],
 			'>', \$out, '2>', \$err);
-		freeze_rebuild_after($primary, $start, $after);
+		freeze_rebuild_when($primary, $after eq 'spill'
+			? 'EXISTS (SELECT FROM pg_ls_tmpdir())'
+			: "EXISTS (SELECT FROM pg_get_wal_records_info('$start', pg_current_wal_flush_lsn())
+					   WHERE resource_manager = 'pmhash' AND record_type = 'REBUILD')");
 		my $still = $primary->safe_psql('postgres', $LOCK_SQL);
 		my $records = rebuild_records($primary, $start);
 		note "$name: pmhash records before the stop: $records";
@@ -167,7 +169,7 @@ EOS
 		is($still, '1', "$name: the server stops while the rebuild runs");
 		unlike(slurp_file($primary->logfile, $rebuild_log), qr/pmhash index "rb_k" was rebuilt/,
 			"$name: the rebuild had not finished");
-		like($records, $after eq 'CREATE' ? qr/^CREATE:1$/ : qr/^CREATE:1 REBUILD:\d+$/,
+		like($records, $after eq 'spill' ? qr/^$/ : qr/^CREATE:1 REBUILD:\d+$/,
 			"$name: the WAL holds the records of that stage and no BUILT record");
 
 		my $offset = log_offset($primary);
