@@ -209,12 +209,23 @@ pmhash_worker_main(Datum arg pg_attribute_unused())
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	BackgroundWorkerUnblockSignals();
 
+	/*
+	 * Join the process array, connected to no database: creator_outcome asks
+	 * TransactionIdIsInProgress, which skips the slot its caller's PGPROC
+	 * names as its own, and outside the array that may be any backend's, so
+	 * a running creator (a long CREATE INDEX) could be taken for one that
+	 * failed and its file removed.
+	 */
+	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
+
 	for (;;)
 	{
 		pmhash_sweep_orphans(LOG);
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 SWEEP_INTERVAL_MS, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
+		/* as a connected process: absorb barriers (DROP DATABASE waits for them) */
+		CHECK_FOR_INTERRUPTS();
 		if (ShutdownRequestPending)
 			proc_exit(0);
 		if (ConfigReloadPending)

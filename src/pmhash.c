@@ -126,7 +126,8 @@ register_worker(void)
 	BackgroundWorker worker;
 
 	memset(&worker, 0, sizeof(worker));
-	worker.bgw_flags = BGWORKER_SHMEM_ACCESS;
+	/* in the process array, to ask whether transactions run (pmcleaner.c) */
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
 	worker.bgw_start_time = BgWorkerStart_ConsistentState;
 	worker.bgw_restart_time = 60;
 	strlcpy(worker.bgw_library_name, "pmhash", BGW_MAXLEN);
@@ -138,6 +139,7 @@ register_worker(void)
 	strlcpy(worker.bgw_function_name, "pmhash_syncer_main", BGW_MAXLEN);
 	strlcpy(worker.bgw_name, "pmhash syncer", BGW_MAXLEN);
 	strlcpy(worker.bgw_type, "pmhash syncer", BGW_MAXLEN);
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS;
 	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
 	worker.bgw_restart_time = 5;
 	RegisterBackgroundWorker(&worker);
