@@ -7,6 +7,7 @@ EXTENSION = pmhash
 MODULE_big = pmhash
 OBJS = \
 	src/pmattach.o \
+	src/pmbatch.o \
 	src/pmbuild.o \
 	src/pmcleaner.o \
 	src/pmcost.o \
@@ -20,6 +21,7 @@ OBJS = \
 	src/pmkey.o \
 	src/pmmap.o \
 	src/pmmeta.o \
+	src/pmparallel.o \
 	src/pmrecheck.o \
 	src/pmrecovery.o \
 	src/pmredo.o \
