@@ -26,7 +26,10 @@
 #   SOAK_SETTINGS="maintenance_work_mem = 1MB" bash test/soak.sh /tmp/soak
 #                 extra postgresql.conf lines, separated by ';' (here: every
 #                 build and REINDEX of the k and t indexes spills its batches
-#                 to temporary files)
+#                 to temporary files, without parallel workers)
+# By default (SOAK_SETTINGS unset) the settings are those of PARALLEL_BUILDS:
+# every REINDEX and CREATE INDEX CONCURRENTLY scans the table with two
+# parallel workers, and the run checks that they were launched.
 set -u
 WORK=${1:?usage: soak.sh WORKDIR}/soak
 SCRIPTS=$(cd "$(dirname "$0")/concurrency" && pwd)
@@ -34,7 +37,8 @@ source "$SCRIPTS/../lib/common.sh"
 source "$SCRIPTS/../lib/rowcheck.sh"
 SOAK_SECONDS=${SOAK_SECONDS:-600}
 SOAK_MODES=${SOAK_MODES:-"pmem msync"}
-IFS=';' read -r -a SOAK_EXTRA <<<"${SOAK_SETTINGS:-}"
+PARALLEL_BUILDS="min_parallel_table_scan_size = 0;max_parallel_maintenance_workers = 2;maintenance_work_mem = 256MB"
+IFS=';' read -r -a SOAK_EXTRA <<<"${SOAK_SETTINGS-$PARALLEL_BUILDS}"
 PGBENCH=/usr/lib/postgresql/15/bin/pgbench
 mkdir -p "$WORK"
 chmod 755 "$WORK"
@@ -57,6 +61,11 @@ start_workload() {
 	WORKLOAD_PID=$!
 }
 
+# Run build statement $1, with the DEBUG line that counts its parallel workers.
+build_sql() {
+	PGOPTIONS="$PGOPTIONS -c client_min_messages=debug1" sql "$1"
+}
+
 # The next maintenance action of the cycle VACUUM, REINDEX, kill, build,
 # kill; counts it in ACTIONS.  REINDEX takes the k and the u index by turns.
 maintain() {
@@ -67,10 +76,10 @@ maintain() {
 		1)
 			index=conc_rows_k
 			[ $((ACTIONS[reindex] % 2)) = 1 ] && index=conc_rows_u
-			sql "REINDEX INDEX CONCURRENTLY $index" >>"$MAINT_LOG" 2>&1 &&
+			build_sql "REINDEX INDEX CONCURRENTLY $index" >>"$MAINT_LOG" 2>&1 &&
 				ACTIONS[reindex]=$((ACTIONS[reindex] + 1))
 			;;
-		3) sql "CREATE INDEX CONCURRENTLY conc_rows_kt ON conc_rows USING pmhash (k)" >>"$MAINT_LOG" 2>&1 &&
+		3) build_sql "CREATE INDEX CONCURRENTLY conc_rows_kt ON conc_rows USING pmhash (k)" >>"$MAINT_LOG" 2>&1 &&
 			sql "DROP INDEX CONCURRENTLY conc_rows_kt" >>"$MAINT_LOG" 2>&1 &&
 			ACTIONS[build]=$((ACTIONS[build] + 1)) ;;
 		*)
@@ -153,6 +162,12 @@ for MODE in $SOAK_MODES; do
 	done
 	echo "# $MODE: $SOAK_SECONDS s, pgbench started $runs times, $(grep -ho 'number of transactions actually processed: [0-9]*' "$WORK/$MODE-workload.log" |
 		awk '{s += $NF} END {print s + 0}') transactions completed; VACUUM ${ACTIONS[vacuum]}, REINDEX CONCURRENTLY ${ACTIONS[reindex]}, CREATE/DROP INDEX CONCURRENTLY ${ACTIONS[build]}, kill -9 ${ACTIONS[kill]}"
+	parallel=$(grep -cE 'pmhash build of index .*: [1-9][0-9]* of [0-9]+ parallel workers launched' "$MAINT_LOG")
+	echo "# $MODE: builds that launched parallel workers: $parallel"
+	if [ -z "${SOAK_SETTINGS+set}" ]; then
+		[ "$parallel" -gt 0 ]
+		tap_result $? "$MODE: REINDEX and CREATE INDEX CONCURRENTLY scanned with parallel workers"
+	fi
 	wait_ready
 	tap_result $? "$MODE: the server accepts connections after the run"
 	drop_leftovers
