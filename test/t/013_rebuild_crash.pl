@@ -6,10 +6,10 @@
 # spills the full ones to temporary files while it scans the table, then
 # creates the new file (a CREATE record) and writes and logs every shard's
 # content (REBUILD records) before the end of the rebuild is logged
-# (BUILT).  Here the rebuilding backend is frozen at each of the two stages
-# (once it has spilled a batch, as pg_ls_tmpdir sees it, and after its
-# first REBUILD record, as pg_walinspect sees it) and the server stops
-# (immediate shutdown): replay after the restart then leaves the old file
+# (BUILT).  Here the server stops (immediate shutdown) at each of the two
+# stages: while the rebuild scans on, once it has spilled a batch (as
+# pg_ls_tmpdir sees it), and with the rebuilding backend frozen after its
+# first REBUILD record (as pg_walinspect sees it): replay after the restart then leaves the old file
 # still marked to be rebuilt, or a new file still marked as being built,
 # holding only the shards logged before the stop, and the spilled batches
 # are gone with their temporary files.  That file must not be used as if
@@ -62,13 +62,23 @@ EOQ
 my $LOCK_SQL = "SELECT count(*) FROM pg_locks WHERE relation = 'rb_k'::regclass "
   . "AND mode = 'AccessExclusiveLock' AND granted";
 
-# Stop (SIGSTOP) the backend that rebuilds the index as soon as $condition
-# (SQL) holds: within milliseconds, since the server itself flushes the
-# WAL, watches and signals.
-sub freeze_rebuild_when
+# Wait until $condition (SQL) holds while the index is rebuilt; with
+# $freeze, then stop (SIGSTOP) the rebuilding backend: within milliseconds,
+# since the server itself flushes the WAL, watches and signals.  Only a
+# rebuild that is writing its file may be frozen: one frozen in its table
+# scan may hold a buffer mapping or content lock that any later query of
+# the catalogs waits for, uninterruptibly.  A scan of this table outlasts
+# the queries between the condition and the stop, so it is left running.
+# The timeout turns any such wait into a failure instead of a hang.
+sub wait_for_rebuild
 {
-	my ($node, $condition) = @_;
-	$node->safe_psql('postgres', <<"EOQ");
+	my ($node, $condition, $freeze) = @_;
+	my $stop = $freeze ? <<'EOF_STOP' : '';
+	SELECT pid INTO STRICT rebuilder FROM pg_locks
+	WHERE relation = 'rb_k'::regclass AND mode = 'AccessExclusiveLock' AND granted;
+	EXECUTE format('COPY (SELECT) TO PROGRAM %L', 'kill -STOP ' || rebuilder || '; cat > /dev/null');
+EOF_STOP
+	$node->safe_psql('postgres', <<"EOQ", timeout => 300);
 SET statement_timeout = '120s';
 DO \$\$
 DECLARE
@@ -81,9 +91,7 @@ BEGIN
 		EXIT WHEN $condition;
 		PERFORM pg_sleep(0.005);
 	END LOOP;
-	SELECT pid INTO STRICT rebuilder FROM pg_locks
-	WHERE relation = 'rb_k'::regclass AND mode = 'AccessExclusiveLock' AND granted;
-	EXECUTE format('COPY (SELECT) TO PROGRAM %L', 'kill -STOP ' || rebuilder || '; cat > /dev/null');
+$stop
 END
 \$\$;
 EOQ
@@ -96,7 +104,7 @@ EOQ
 sub rebuild_records
 {
 	my ($node, $start) = @_;
-	return $node->safe_psql('postgres', <<"EOQ");
+	return $node->safe_psql('postgres', <<"EOQ", timeout => 300);
 SELECT string_agg(record_type || ':' || n, ' ' ORDER BY record_type)
 FROM (SELECT record_type, count(*) AS n
 	  FROM pg_get_wal_records_info('$start', pg_current_wal_flush_lsn())
@@ -157,11 +165,11 @@ EOS
 			[ 'psql', '-X', '-d', $primary->connstr('postgres'), '-c',
 				"SET maintenance_work_mem = '1MB'; $FORCE_INDEX SELECT count(*) FROM rb WHERE k = 1" ],
 			'>', \$out, '2>', \$err);
-		freeze_rebuild_when($primary, $after eq 'spill'
-			? 'EXISTS (SELECT FROM pg_ls_tmpdir())'
-			: "EXISTS (SELECT FROM pg_get_wal_records_info('$start', pg_current_wal_flush_lsn())
-					   WHERE resource_manager = 'pmhash' AND record_type = 'REBUILD')");
-		my $still = $primary->safe_psql('postgres', $LOCK_SQL);
+		wait_for_rebuild($primary, $after eq 'spill'
+			? ('EXISTS (SELECT FROM pg_ls_tmpdir())', 0)
+			: ("EXISTS (SELECT FROM pg_get_wal_records_info('$start', pg_current_wal_flush_lsn())
+					   WHERE resource_manager = 'pmhash' AND record_type = 'REBUILD')", 1));
+		my $still = $primary->safe_psql('postgres', $LOCK_SQL, timeout => 300);
 		my $records = rebuild_records($primary, $start);
 		note "$name: pmhash records before the stop: $records";
 		$primary->stop('immediate');
