@@ -32,6 +32,8 @@
 
 #include "pmbuild.h"
 
+#define PROGRESS_EVERY		256		/* heap tuples between progress reports */
+
 /* Make room for count more TIDs of tuples that are not alive. */
 static void
 reserve_dead(PmhashBuildState *bs, int count)
@@ -66,12 +68,12 @@ pmhash_build_collect(Relation index pg_attribute_unused(), ItemPointer tid, Datu
 	memcpy(&e->tid, tid, sizeof(PmhTid));
 	e->flags = 0;
 	bs->index_tuples++;
-	if ((uint64) bs->index_tuples % PMHASH_PROGRESS_EVERY == 0)
+	if ((uint64) bs->index_tuples % PROGRESS_EVERY == 0)
 	{
 		uint64		collected = (uint64) bs->index_tuples;
 
 		if (bs->collected)
-			collected = pg_atomic_add_fetch_u64(bs->collected, PMHASH_PROGRESS_EVERY);
+			collected = pg_atomic_add_fetch_u64(bs->collected, PROGRESS_EVERY);
 		if (bs->progress)
 			pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, (int64) collected);
 	}

@@ -30,9 +30,6 @@
 #define PMHASH_PREFIX_BITS		PMH_MAX_SHARD_BITS
 #define PMHASH_NPREFIXES		(UINT32_C(1) << PMHASH_PREFIX_BITS)
 
-/* Heap tuples between two progress reports of the scan */
-#define PMHASH_PROGRESS_EVERY	256
-
 /* What one participant of a build collects, and where it spills it. */
 typedef struct PmhashBuildState
 {
