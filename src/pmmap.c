@@ -418,14 +418,17 @@ pmhash_sync_all_dirty(void)
  * The persistence callbacks a file gets when not in a bulk build.  Changes
  * of single entries only have to be durable before the commit record (see
  * src/README, Persistence paths), so their flushes are recorded and done, with one fence or one
- * msync per range, at commit; structural changes sync at once.
+ * msync per range, at commit; structural changes sync at once.  On DAX a
+ * unit's cache lines can reach the medium apart, so the lines a unit's
+ * seal depends on are flushed and fenced before it (durability hazard 6);
+ * an ordinary file writes a unit within one sector and needs no order.
  */
 PmhPersist
 pmhash_normal_persist(PmhashLocal *ix)
 {
 	if (!ix->durable)
-		return (PmhPersist) {NULL, NULL, NULL, ix};
-	return (PmhPersist) {record_dirty, NULL, persist_now, ix};
+		return (PmhPersist) {NULL, NULL, NULL, NULL, ix};
+	return (PmhPersist) {record_dirty, NULL, persist_now, ix->is_pmem ? persist_now : NULL, ix};
 }
 
 /* Make the first len bytes of a file mapped at base durable (DAX or ordinary file). */

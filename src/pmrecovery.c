@@ -53,7 +53,7 @@ flag_file(const char *path, XLogRecPtr redo_start)
 	size_t		len;
 	int			is_pmem;
 	char	   *base = NULL;
-	PmhPersist	persist = {NULL, NULL, NULL, NULL};
+	PmhPersist	persist = {NULL, NULL, NULL, NULL, NULL};
 	uint64		flagged;
 
 	if (pmhash_is_plain_file(path))

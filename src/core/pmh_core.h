@@ -62,18 +62,23 @@ typedef enum PmhInsertMode
  * Persistence: flush writes a range back towards the persistence domain,
  * drain orders it before later stores (per-entry changes), persist makes
  * one range durable now (structural changes: rebuilds, descriptor stores),
- * leaving flushed ranges alone.  Any may be NULL, meaning nothing to do; a
- * NULL persist falls back to flush and drain.  The access method records
- * flushes as dirty ranges, has no drain (it makes per-entry changes
- * durable at commit, or leaves them to the syncer) and persists with flush
- * and fence or msync; the core tests drain at every change to simulate crashes
- * at each fence (see src/README, Persistence paths).
+ * leaving flushed ranges alone, and order makes one range of a unit durable
+ * before any later store to the same unit where the medium could keep the
+ * unit's cache lines apart (a posting block's first line before its seal).
+ * Any may be NULL, meaning nothing to do; a NULL persist or order falls
+ * back to flush and drain.  The access method records flushes as dirty
+ * ranges, has no drain (it makes per-entry changes durable at commit, or
+ * leaves them to the syncer), persists with flush and fence or msync, and
+ * orders with flush and fence on DAX only (an ordinary file writes a unit
+ * within one sector); the core tests drain at every change to simulate
+ * crashes at each fence (see src/README, Persistence paths).
  */
 typedef struct PmhPersist
 {
 	void		(*flush) (void *arg, const void *addr, size_t len);
 	void		(*drain) (void *arg);
 	void		(*persist) (void *arg, const void *addr, size_t len);
+	void		(*order) (void *arg, const void *addr, size_t len);
 	void	   *arg;
 } PmhPersist;
 

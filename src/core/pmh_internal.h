@@ -67,6 +67,20 @@ pmh_drain(const PmhPersist *p)
 		p->drain(p->arg);
 }
 
+/* Make one range durable with callback fn, or else by flush and drain. */
+static inline void
+pmh_durable_by(const PmhPersist *p, void (*fn) (void *, const void *, size_t),
+			   const void *addr, size_t len)
+{
+	if (fn)
+		fn(p->arg, addr, len);
+	else
+	{
+		pmh_flush(p, addr, len);
+		pmh_drain(p);
+	}
+}
+
 /*
  * Make one range durable now (structural changes), leaving the flushed
  * ranges of single-entry changes to the caller's commit.
@@ -74,13 +88,35 @@ pmh_drain(const PmhPersist *p)
 static inline void
 pmh_persist(const PmhPersist *p, const void *addr, size_t len)
 {
-	if (p && p->persist)
-		p->persist(p->arg, addr, len);
+	pmh_durable_by(p, p ? p->persist : NULL, addr, len);
+}
+
+/*
+ * Make one range durable before any later store to its unit reaches the
+ * medium (see PmhPersist).
+ */
+static inline void
+pmh_order(const PmhPersist *p, const void *addr, size_t len)
+{
+	pmh_durable_by(p, p ? p->order : NULL, addr, len);
+}
+
+/*
+ * Flush a TID of a bucket or posting block (unit) ahead of the commit word
+ * that makes it valid.  One that straddles two of the unit's cache lines is
+ * made durable first, since a crash keeping one of its lines could
+ * otherwise join its new bytes with a freed slot's old ones into another
+ * entry's TID.
+ */
+static inline void
+pmh_flush_tid(const PmhPersist *p, const void *unit, const PmhTid *tid)
+{
+	size_t		start = (size_t) ((const char *) tid - (const char *) unit);
+
+	if (start / 64 != (start + sizeof(PmhTid) - 1) / 64)
+		pmh_order(p, tid, sizeof(PmhTid));
 	else
-	{
-		pmh_flush(p, addr, len);
-		pmh_drain(p);
-	}
+		pmh_flush(p, tid, sizeof(PmhTid));
 }
 
 /* Number of a bucket within its segment. */

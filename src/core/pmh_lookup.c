@@ -154,15 +154,17 @@ copy_slots(const PmhBucket *bucket, uint32_t tag_mask, uint32_t code, BucketCopy
 
 /*
  * Deliver every TID stored under a hash code from bucket b to the end of its
- * run of overflowing buckets.
+ * run of overflowing buckets, visiting at most nsteps buckets (a run whose
+ * every bucket overflows goes round the segment once).
  */
 static PmhStatus
-lookup_from(const PmhSegment *seg, uint32_t code, uint32_t b, PmhTidSink sink, void *arg)
+lookup_from(const PmhSegment *seg, uint32_t code, uint32_t b, uint32_t nsteps,
+			PmhTidSink sink, void *arg)
 {
 	uint32_t	nbuckets = seg->nbuckets;
 	uint16_t	tag = (uint16_t) code;
 
-	for (uint32_t step = 0; step < nbuckets; step++)
+	for (uint32_t step = 0; step < nsteps; step++)
 	{
 		const PmhBucket *bucket = pmh_bucket(seg, b);
 		BucketCopy	copy;
@@ -216,7 +218,8 @@ pmh_lookup(const PmhSegment *seg, uint32_t hash, PmhTidSink sink, void *arg)
 
 	if (seg->nbuckets == 0)
 		return PMH_OK;
-	return lookup_from(seg, code, pmh_home_bucket(code, seg->nbuckets), sink, arg);
+	return lookup_from(seg, code, pmh_home_bucket(code, seg->nbuckets), seg->nbuckets,
+					   sink, arg);
 }
 
 /* Batched lookup, first stage: start loading the key's home bucket. */
@@ -291,8 +294,8 @@ stage_deliver(const BatchKey *key, const PmhSegment *seg, uint32_t hash,
 	if (copy.ntids > 0)
 		sink(arg, copy.tids, copy.ntids, copy.unverified);
 	if (key->commit & PMH_OVERFLOW_BIT)
-		return lookup_from(seg, key->code, pmh_next_bucket(key->home, seg->nbuckets), sink,
-						   arg);
+		return lookup_from(seg, key->code, pmh_next_bucket(key->home, seg->nbuckets),
+						   seg->nbuckets - 1, sink, arg);
 	return PMH_OK;
 }
 

@@ -7,10 +7,13 @@
  * segment; lock-free readers may be probing it.  Every change follows one
  * order: write the slot, flush it, fence; then store the commit word with
  * the new valid bits and the next sequence number, flush it, fence.  A
- * reader that overlaps a change sees the sequence move and reads again; a
- * crash leaves either the old or the new commit word, never a torn slot.
- * Each change also stamps the bucket (or posting block) with the WAL
- * position of its record, in the same cache line as the commit word.
+ * reader that overlaps a change sees the sequence move and reads again.
+ * Where the caller fences at every change (the core tests), a crash leaves
+ * either the old or the new commit word, never a torn slot; the access
+ * method fences at commit only, so a crash may keep a commit word without
+ * its slot, which recovery clears or flags (pmh_flag_unverified).  Each
+ * change also stamps the bucket (or posting block) with the WAL position of
+ * its record, in the same cache line as the commit word.
  *
  * An entry goes to the first free slot of its run (the buckets from its
  * home bucket to the first bucket whose overflow bit is clear).  If the run
@@ -188,7 +191,7 @@ commit_slot(const PmhSegment *seg, PmhBucket *bucket, uint32_t code, PmhTid tid,
 
 	pmh_slot_set(bucket, i, code, tid);
 	pmh_flush(persist, &bucket->tag[i], sizeof(uint16_t));
-	pmh_flush(persist, &bucket->slot[i], sizeof(PmhTid));
+	pmh_flush_tid(persist, bucket, &bucket->slot[i]);
 	pmh_drain(persist);
 	if (flags & PMH_ENTRY_UNVERIFIED)
 		bucket->unverified |= bit;
@@ -265,9 +268,9 @@ place_entry(const PmhSegment *seg, const RunScan *rs, uint32_t code, PmhTid tid,
 
 /*
  * Append a TID to a posting chain; 0 if the chain is full, -1 if a block
- * disagrees with its checksum.  The bucket holding the chain's reference is
- * stamped and durable before the block changes, so that recovery reseals
- * the chain if the block's seal is lost in a crash.
+ * disagrees with its checksum.  The block's stamped first line is durable
+ * before its seal, so that a crash never leaves a new seal over an old
+ * commit that recovery would not reseal.
  */
 static int
 chain_append(const PmhSegment *seg, PmhPosting *first, PmhTid tid, uint64_t lsn,
@@ -286,13 +289,16 @@ chain_append(const PmhSegment *seg, PmhPosting *first, PmhTid tid, uint64_t lsn,
 			return -1;
 		i = __builtin_ctzll(free_bits);
 		blk->tid[i] = tid;
-		pmh_flush(persist, &blk->tid[i], sizeof(PmhTid));
+		pmh_flush_tid(persist, blk, &blk->tid[i]);
 		pmh_drain(persist);
 		blk->unverified &= ~(UINT64_C(1) << i);
 		if (lsn > blk->lsn)
 			blk->lsn = lsn;
 		pmh_store_release(&blk->commit, (c | (UINT64_C(1) << i)) + PMH_POSTING_SEQ_ONE);
-		pmh_flush(persist, &blk->commit, 3 * sizeof(uint64_t));
+		if (seg->checksum_seed != 0)
+			pmh_order(persist, &blk->commit, 3 * sizeof(uint64_t));
+		else
+			pmh_flush(persist, &blk->commit, 3 * sizeof(uint64_t));
 		pmh_posting_seal(seg, blk, persist);
 		pmh_drain(persist);
 		first->cursor = (uint16_t) j;
@@ -556,7 +562,7 @@ posting_delete(const PmhSegment *seg, PmhPosting *blk, const PmhDeleteOps *ops, 
 	removed = group_delete(&g, ops, lsn, persist, left);
 	if (blk->commit != c && seg->checksum_seed != 0)
 	{
-		pmh_drain(persist);
+		pmh_order(persist, &blk->commit, 3 * sizeof(uint64_t));
 		pmh_posting_seal(seg, blk, persist);
 	}
 	return removed;
@@ -650,6 +656,74 @@ reconnect_entries(const PmhSegment *seg, uint64_t after_lsn, const PmhPersist *p
 }
 
 /*
+ * The slots of a bucket changed after a crash's recovery point that the
+ * crash tore: it kept the commit word that made a slot valid without all
+ * of the slot's TID, whose old bytes (zero in a segment as written, or an
+ * old entry's) show through.  Where that reads as a heap TID, the entry is
+ * a phantom for the heap check; where it reads as a chain reference that
+ * resolves to no chain, it is torn, since references are written only by
+ * rebuilds, which make a segment durable before they publish it.
+ */
+static uint64_t
+torn_bucket_slots(const PmhSegment *seg, const PmhBucket *bucket)
+{
+	uint64_t	torn = 0;
+
+	for (uint64_t v = bucket->commit & PMH_VALID_MASK; v; v &= v - 1)
+	{
+		int			i = __builtin_ctzll(v);
+		PmhTid		tid = pmh_slot_tid(bucket, i);
+
+		if (pmh_is_chain_ref(tid) &&
+			pmh_chain_first(seg, tid, pmh_slot_code(bucket, i)) == NULL)
+			torn |= v & -v;
+	}
+	return torn;
+}
+
+/*
+ * The slots among valid of a posting block changed after a crash's recovery
+ * point that the crash tore, as for buckets: a posting block holds heap
+ * TIDs only, so a TID whose offset is 0 is torn.
+ */
+static uint64_t
+torn_posting_slots(const PmhPosting *blk, uint64_t valid)
+{
+	uint64_t	torn = 0;
+
+	for (; valid; valid &= valid - 1)
+	{
+		if (blk->tid[__builtin_ctzll(valid)].offset == 0)
+			torn |= valid & -valid;
+	}
+	return torn;
+}
+
+/*
+ * Clear the torn slots of the buckets changed after after_lsn (their
+ * checksums are resealed by the caller).
+ */
+static void
+clear_torn_slots(const PmhSegment *seg, uint64_t after_lsn, const PmhPersist *persist)
+{
+	for (uint32_t b = 0; b < seg->nbuckets; b++)
+	{
+		PmhBucket  *bucket = pmh_bucket(seg, b);
+		uint64_t	torn;
+
+		if (bucket->lsn <= after_lsn)
+			continue;
+		torn = torn_bucket_slots(seg, bucket);
+		if (torn)
+		{
+			bucket->unverified &= ~torn;
+			pmh_store_release(&bucket->commit, (bucket->commit & ~torn) + PMH_SEQ_ONE);
+			pmh_flush(persist, &bucket->commit, PMH_BUCKET_COMMIT_BYTES);
+		}
+	}
+}
+
+/*
  * Flag as unverified every entry of the buckets changed after after_lsn,
  * with the chains they reference: after a crash these may be phantoms whose
  * WAL was lost, or torn copies of a base backup.  In a file with checksums,
@@ -662,6 +736,7 @@ pmh_flag_unverified(const PmhSegment *seg, uint64_t after_lsn, const PmhPersist 
 {
 	uint64_t	flagged = 0;
 
+	clear_torn_slots(seg, after_lsn, persist);
 	reconnect_entries(seg, after_lsn, persist);
 	for (uint32_t b = 0; b < seg->nbuckets; b++)
 	{
@@ -701,12 +776,19 @@ pmh_flag_unverified(const PmhSegment *seg, uint64_t after_lsn, const PmhPersist 
 			{
 				PmhPosting *blk = first + j;
 				uint64_t	pvalid = blk->commit & PMH_POSTING_VALID_MASK;
+				uint64_t	torn;
 
 				if (!changed && blk->lsn <= after_lsn)
 					continue;
+				torn = torn_posting_slots(blk, pvalid);
+				if (torn)
+				{
+					pvalid &= ~torn;
+					pmh_store_release(&blk->commit, (blk->commit & ~torn) + PMH_POSTING_SEQ_ONE);
+				}
 				flagged += __builtin_popcountll(pvalid & ~blk->unverified);
-				blk->unverified |= pvalid;
-				pmh_flush(persist, &blk->unverified, sizeof(uint64_t));
+				blk->unverified = (blk->unverified & ~torn) | pvalid;
+				pmh_flush(persist, &blk->commit, 2 * sizeof(uint64_t));
 				pmh_posting_seal(seg, blk, persist);
 				if (!(bucket->unverified & (UINT64_C(1) << i)))
 				{

@@ -60,6 +60,18 @@ shim_drain(void *arg)
 	}
 }
 
+/* Shim: make a range durable now, as a structural change is. */
+static void
+shim_persist(void *arg, const void *addr, size_t len)
+{
+	MemTable   *mt = arg;
+	uint64_t	start = (uint64_t) ((const char *) addr - mt->live) / LINE;
+	uint64_t	end = (uint64_t) ((const char *) addr - mt->live + len + LINE - 1) / LINE;
+
+	for (uint64_t l = start; l < end; l++)
+		memcpy(mt->durable + l * LINE, mt->live + l * LINE, LINE);
+}
+
 /* Allocate working memory. */
 static void *
 mem_alloc(void *arg, size_t size)
@@ -166,7 +178,7 @@ memtable_create(uint32_t shard_bits, uint64_t units, int shim)
 	pmh_freemap_init(&mt->freemap, mt->extents, nshards + 64);
 	mt->ops = (PmhTableOps) {mem_alloc, mem_free, space_alloc, space_free, publish, base,
 		mapped_units, NULL, mt};
-	mt->persist = (PmhPersist) {shim_flush, shim_drain, NULL, mt};
+	mt->persist = (PmhPersist) {shim_flush, shim_drain, NULL, NULL, mt};
 
 	hdr = calloc(1, sizeof(PmhFileHeader));
 	pmh_header_init(hdr, 1663, 5, 16384, -1, 42, shard_bits,
@@ -192,6 +204,25 @@ memtable_create(uint32_t shard_bits, uint64_t units, int shim)
 	memtable_checksums};
 	free(hdr);
 	return mt;
+}
+
+/*
+ * Persist as the access method does: changes of single entries are flushed
+ * with no fence, and become durable only at the next memtable_commit (a
+ * transaction's commit); rebuilds and descriptor stores persist at once,
+ * and so do ordered ranges, as on DAX.
+ */
+void
+memtable_defer_drains(MemTable *mt)
+{
+	mt->persist = (PmhPersist) {shim_flush, NULL, shim_persist, shim_persist, mt};
+}
+
+/* Make every flushed line durable, as the access method's commit does. */
+void
+memtable_commit(MemTable *mt)
+{
+	shim_drain(mt);
 }
 
 /* Free everything. */

@@ -40,6 +40,8 @@ extern int	memtable_checksums;
 
 extern MemTable *memtable_create(uint32_t shard_bits, uint64_t units, int shim);
 extern void memtable_destroy(MemTable *mt);
+extern void memtable_defer_drains(MemTable *mt);
+extern void memtable_commit(MemTable *mt);
 extern void memtable_segment(MemTable *mt, uint32_t shard, PmhSegment *seg);
 extern PmhStatus memtable_insert(MemTable *mt, uint32_t hash, PmhTid tid);
 extern PmhStatus memtable_replay(MemTable *mt, uint32_t hash, PmhTid tid, uint64_t lsn);

@@ -76,6 +76,7 @@ extern void test_codec(void);
 extern void test_unique_keys(void);
 extern void test_codes(void);
 extern void test_clustered_hashes(void);
+extern void test_overflow_ring(void);
 extern void test_reader_race(void);
 
 /* test_modify.c */
@@ -88,6 +89,7 @@ extern void test_lost_overflow_bits(void);
 
 /* test_crash.c */
 extern void test_crashes(void);
+extern void test_crashes_between_commits(void);
 
 /* test_verify.c */
 extern void test_damage(void);

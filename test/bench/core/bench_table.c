@@ -307,10 +307,10 @@ bench_worker_init(BenchWorker *w, BenchFile *bf, BenchDurability durability)
 	w->file = bf;
 	w->durability = durability;
 	if (durability == BENCH_DURABLE_EACH)
-		w->persist = (PmhPersist) {flush_now, drain_now, NULL, w};
+		w->persist = (PmhPersist) {flush_now, drain_now, NULL, NULL, w};
 	else
 	{
-		w->persist = (PmhPersist) {record_dirty, NULL, persist_recorded, w};
+		w->persist = (PmhPersist) {record_dirty, NULL, persist_recorded, NULL, w};
 		w->max_dirty = MAX_DIRTY;
 		w->dirty = malloc(2 * MAX_DIRTY * sizeof(uint64_t));
 	}
