@@ -37,6 +37,8 @@
  *
  *-------------------------------------------------------------------------
  */
+#include <string.h>
+
 #include "pmh_internal.h"
 
 #define NO_BUCKET UINT32_MAX
@@ -379,6 +381,23 @@ pmh_image_place_run(const PmhSegment *seg, uint32_t code, PmhTid tid, uint16_t f
 	(void) place_entry(seg, &rs, code, tid, flags, lsn, NULL, seg->nbuckets);
 }
 
+/*
+ * Zero the TID fields of the slots in bits, freed ones: a crash that tears a
+ * later insert there then shows a blank, which recovery clears, not an old
+ * TID (src/README, durability hazard 2).
+ */
+static void
+blank_slots(PmhTid *fields, uint64_t bits, const PmhPersist *persist)
+{
+	for (; bits; bits &= bits - 1)
+	{
+		PmhTid	   *field = &fields[__builtin_ctzll(bits)];
+
+		memset(field, 0, sizeof(PmhTid));
+		pmh_flush(persist, field, sizeof(PmhTid));
+	}
+}
+
 /* The verdict of a bulk delete on one stored entry: 1 remove, 0 keep. */
 static int
 doomed(const PmhDeleteOps *ops, uint32_t hash, PmhTid tid, uint64_t bit, uint64_t *unverified)
@@ -408,7 +427,8 @@ typedef struct SlotGroup
 	uint64_t   *unverified;
 	uint64_t   *lsn;
 	const PmhBucket *bucket;	/* NULL for a posting block */
-	const PmhTid *tid;			/* a posting block's TIDs */
+	PmhTid	   *fields;			/* the slots' TID fields (with a bucket's
+								 * code bits) */
 	uint32_t	hash;			/* the hash of a posting block */
 	uint32_t	shard;			/* for the hashes of a bucket's slots */
 	uint32_t	shard_bits;
@@ -420,7 +440,7 @@ typedef struct SlotGroup
 static inline PmhTid
 group_tid(const SlotGroup *g, int i)
 {
-	return g->bucket ? pmh_slot_tid(g->bucket, i) : g->tid[i];
+	return g->bucket ? pmh_slot_tid(g->bucket, i) : g->fields[i];
 }
 
 /* Hash of the entry in slot i of a group. */
@@ -475,8 +495,13 @@ group_delete(const SlotGroup *g, const PmhDeleteOps *ops, uint64_t lsn,
 		if (lsn > *g->lsn)
 			*g->lsn = lsn;
 		pmh_store_release(g->commit, (c & ~gone) + g->seq_one);
-		pmh_flush(persist, g->commit, 3 * sizeof(uint64_t));
+		if (gone)
+			pmh_order(persist, g->commit, 3 * sizeof(uint64_t));
+		else
+			pmh_flush(persist, g->commit, 3 * sizeof(uint64_t));
 	}
+	/* the commit word is durable first: a crash must not keep bits over blanks */
+	blank_slots(g->fields, gone, persist);
 	return __builtin_popcountll(gone);
 }
 
@@ -501,7 +526,7 @@ static uint64_t
 bucket_delete(const PmhSegment *seg, PmhBucket *bucket, const PmhDeleteOps *ops,
 			  uint64_t lsn, const PmhPersist *persist, PmhCounts *left, int *damaged)
 {
-	SlotGroup	g = {&bucket->commit, &bucket->unverified, &bucket->lsn, bucket, NULL, 0,
+	SlotGroup	g = {&bucket->commit, &bucket->unverified, &bucket->lsn, bucket, bucket->slot, 0,
 		seg->shard, seg->shard_bits, PMH_VALID_MASK, PMH_SEQ_ONE};
 	uint64_t	c = bucket->commit;
 	uint64_t	removed;
@@ -719,6 +744,7 @@ clear_torn_slots(const PmhSegment *seg, uint64_t after_lsn, const PmhPersist *pe
 			bucket->unverified &= ~torn;
 			pmh_store_release(&bucket->commit, (bucket->commit & ~torn) + PMH_SEQ_ONE);
 			pmh_flush(persist, &bucket->commit, PMH_BUCKET_COMMIT_BYTES);
+			blank_slots(bucket->slot, torn, persist);
 		}
 	}
 }
@@ -785,6 +811,7 @@ pmh_flag_unverified(const PmhSegment *seg, uint64_t after_lsn, const PmhPersist 
 				{
 					pvalid &= ~torn;
 					pmh_store_release(&blk->commit, (blk->commit & ~torn) + PMH_POSTING_SEQ_ONE);
+					blank_slots(blk->tid, torn, persist);
 				}
 				flagged += __builtin_popcountll(pvalid & ~blk->unverified);
 				blk->unverified = (blk->unverified & ~torn) | pvalid;

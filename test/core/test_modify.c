@@ -130,6 +130,48 @@ test_mixed_duplicates(void)
 	check_and_free(mt, &m);
 }
 
+/* Whether a TID field is all zero. */
+static int
+blank(const PmhTid *field)
+{
+	return field->block_hi == 0 && field->block_lo == 0 && field->offset == 0;
+}
+
+/*
+ * Every free slot of every bucket and posting block holds no TID: deletes
+ * blank what they free, so that a crash tearing a later insert there
+ * cannot show an old TID (src/README, durability hazard 2).
+ */
+static void
+check_free_slots_blank(MemTable *mt)
+{
+	uint32_t	nshards = UINT32_C(1) << mt->table.shard_bits;
+
+	for (uint32_t s = 0; s < nshards && !test_failed; s++)
+	{
+		PmhSegment	seg;
+
+		memtable_segment(mt, s, &seg);
+		for (uint32_t b = 0; b < seg.nbuckets && !test_failed; b++)
+		{
+			const PmhBucket *bucket = pmh_bucket(&seg, b);
+
+			for (uint64_t f = ~bucket->commit & PMH_VALID_MASK; f; f &= f - 1)
+				CHECK(blank(&bucket->slot[__builtin_ctzll(f)]),
+					  "shard %u bucket %u: free slot %d holds a TID", s, b, __builtin_ctzll(f));
+		}
+		for (uint32_t j = 0; j < seg.nposting && !test_failed; j++)
+		{
+			const PmhPosting *blk = pmh_posting(&seg, (uint64_t) seg.nbuckets + 1 + j);
+
+			for (uint64_t f = ~blk->commit & PMH_POSTING_VALID_MASK; f; f &= f - 1)
+				CHECK(blank(&blk->tid[__builtin_ctzll(f)]),
+					  "shard %u posting block %u: free slot %d holds a TID", s, j,
+					  __builtin_ctzll(f));
+		}
+	}
+}
+
 /* Deletes: bulk and single, shrinking, and reuse of freed space. */
 void
 test_deletes(void)
@@ -147,6 +189,7 @@ test_deletes(void)
 	removed = delete_dead(mt, &m);
 	CHECK(removed > 40000 && removed < 60000, "removed %llu", (unsigned long long) removed);
 	check_table(mt, &m);
+	check_free_slots_blank(mt);
 
 	/* presence, then a sparse delete */
 	for (uint64_t i = 0; i < m.n && !test_failed; i += 7)
