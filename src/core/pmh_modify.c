@@ -683,11 +683,12 @@ reconnect_entries(const PmhSegment *seg, uint64_t after_lsn, const PmhPersist *p
 /*
  * The slots of a bucket changed after a crash's recovery point that the
  * crash tore: it kept the commit word that made a slot valid without all
- * of the slot's TID, whose old bytes (zero in a segment as written, or an
- * old entry's) show through.  Where that reads as a heap TID, the entry is
- * a phantom for the heap check; where it reads as a chain reference that
- * resolves to no chain, it is torn, since references are written only by
- * rebuilds, which make a segment durable before they publish it.
+ * of the slot's TID, whose old bytes show through: zero in a slot never
+ * used or blanked by the delete that freed it, else a freed entry's TID.
+ * Where that reads as a heap TID, the entry is a phantom for the heap
+ * check; where it reads as a chain reference that resolves to no chain, it
+ * is torn, since references are written only by rebuilds, which make a
+ * segment durable before they publish it.
  */
 static uint64_t
 torn_bucket_slots(const PmhSegment *seg, const PmhBucket *bucket)
