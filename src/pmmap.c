@@ -419,9 +419,10 @@ pmhash_sync_all_dirty(void)
  * of single entries only have to be durable before the commit record (see
  * src/README, Persistence paths), so their flushes are recorded and done, with one fence or one
  * msync per range, at commit; structural changes sync at once.  On DAX a
- * unit's cache lines can reach the medium apart, so the lines a unit's
- * seal depends on are flushed and fenced before it (durability hazard 6);
- * an ordinary file writes a unit within one sector and needs no order.
+ * unit's cache lines can reach the medium apart, so the lines that a later
+ * store to the same unit depends on are flushed and fenced before it
+ * (durability hazards 2 and 6); an ordinary file writes a unit within one
+ * sector and needs no order.
  */
 PmhPersist
 pmhash_normal_persist(PmhashLocal *ix)

@@ -587,7 +587,9 @@ posting_delete(const PmhSegment *seg, PmhPosting *blk, const PmhDeleteOps *ops, 
 	removed = group_delete(&g, ops, lsn, persist, left);
 	if (blk->commit != c && seg->checksum_seed != 0)
 	{
-		pmh_order(persist, &blk->commit, 3 * sizeof(uint64_t));
+		/* group_delete made the first line durable if it freed slots */
+		if (removed == 0)
+			pmh_order(persist, &blk->commit, 3 * sizeof(uint64_t));
 		pmh_posting_seal(seg, blk, persist);
 	}
 	return removed;
