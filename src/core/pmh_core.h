@@ -64,9 +64,10 @@ typedef enum PmhInsertMode
  * one range durable now (structural changes: rebuilds, descriptor stores),
  * leaving flushed ranges alone, and order makes one range of a unit durable
  * before any later store to the same unit where the medium could keep the
- * unit's cache lines apart (a TID across two lines before the commit word
- * that makes it valid, a commit word before the TIDs of the slots it frees
- * are blanked, a posting block's first line before its seal).
+ * unit's cache lines apart (a TID across two lines, or over another TID
+ * that a crash left in a free slot, before the commit word that makes it
+ * valid, a commit word before the TIDs of the slots it frees are blanked,
+ * a posting block's first line before its seal).
  * Any may be NULL, meaning nothing to do; a NULL persist or order falls
  * back to flush and drain.  The access method records flushes as dirty
  * ranges, has no drain (it makes per-entry changes durable at commit, or

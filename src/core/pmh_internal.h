@@ -15,6 +15,9 @@
 
 #include "pmh_core.h"
 
+/* A cache line: the unit in which stores reach the medium. */
+#define PMH_LINE_SIZE			64
+
 /* Load a commit word, ordering later reads after it. */
 static inline uint64_t
 pmh_load_acquire(const uint64_t *word)
@@ -113,10 +116,50 @@ pmh_flush_tid(const PmhPersist *p, const void *unit, const PmhTid *tid)
 {
 	size_t		start = (size_t) ((const char *) tid - (const char *) unit);
 
-	if (start / 64 != (start + sizeof(PmhTid) - 1) / 64)
+	if (start / PMH_LINE_SIZE != (start + sizeof(PmhTid) - 1) / PMH_LINE_SIZE)
 		pmh_order(p, tid, sizeof(PmhTid));
 	else
 		pmh_flush(p, tid, sizeof(PmhTid));
+}
+
+/* Whether a slot's TID field is blank (never used, or freed and blanked). */
+static inline int
+pmh_tid_blank(PmhTid field)
+{
+	return field.block_hi == 0 && field.block_lo == 0 && field.offset == 0;
+}
+
+/*
+ * Flush a new entry's slot (its tag, if key is not NULL, and its TID) and
+ * order it before the commit word that will make it valid, as far as a
+ * crash requires.  A tag in the unit's first cache line is left to the
+ * caller, which flushes that line with the commit word stored after it.
+ * Nothing needs ordering when the tag lies there and the TID field was
+ * blank: a crash that keeps the commit word without the TID leaves a blank
+ * TID (a chain reference to no chain, or a posting TID of offset 0), which
+ * recovery clears (pmh_flag_unverified).  A TID field that was not blank
+ * holds what an earlier crash left of an insert whose commit word it lost,
+ * which must not show through: it is made durable first (order).  A tag in
+ * another line is drained first where the caller drains (the core tests);
+ * the access method lets a crash keep such a slot with its old tag and
+ * flags it unverified like any entry of a unit stamped after the recovery
+ * point.
+ */
+static inline void
+pmh_flush_slot(const PmhPersist *p, const void *unit, const uint16_t *key,
+			   const PmhTid *tid, int was_blank)
+{
+	int			key_apart = key &&
+		(size_t) ((const char *) key - (const char *) unit) + sizeof(uint16_t) > PMH_LINE_SIZE;
+
+	if (key_apart)
+		pmh_flush(p, key, sizeof(uint16_t));
+	if (was_blank)
+		pmh_flush_tid(p, unit, tid);
+	else
+		pmh_order(p, tid, sizeof(PmhTid));
+	if (key_apart)
+		pmh_drain(p);
 }
 
 /* Number of a bucket within its segment. */

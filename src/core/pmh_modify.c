@@ -5,15 +5,22 @@
  *
  * The caller holds the shard's writer lock, so there is one writer per
  * segment; lock-free readers may be probing it.  Every change follows one
- * order: write the slot, flush it, fence; then store the commit word with
- * the new valid bits and the next sequence number, flush it, fence.  A
- * reader that overlaps a change sees the sequence move and reads again.
- * Where the caller fences at every change (the core tests), a crash leaves
- * either the old or the new commit word, never a torn slot; the access
- * method fences at commit only, so a crash may keep a commit word without
- * its slot, which recovery clears or flags (pmh_flag_unverified).  Each
+ * order: write the slot and flush it; then store the commit word with the
+ * new valid bits and the next sequence number, flush it, fence.  A reader
+ * that overlaps a change sees the sequence move and reads again.  Each
  * change also stamps the bucket (or posting block) with the WAL position of
  * its record, in the same cache line as the commit word.
+ *
+ * A new slot is fenced before its commit word only where a crash that kept
+ * the commit word without it could show old bytes as an entry
+ * (pmh_flush_slot); a slot whose tag shares the commit word's line and
+ * whose TID field was blank is not, since recovery clears such a torn slot
+ * (pmh_flag_unverified).  Builds fill buckets from their last slot down
+ * and inserts take the first free slot, so most inserts land in the first
+ * 16 slots, whose tags share that line, and pay one fence.  The access
+ * method fences at commit only, so there a crash may also keep a slot
+ * whose tag it lost; recovery flags it unverified like any entry of a
+ * unit stamped after the recovery point.
  *
  * An entry goes to the first free slot of its run (the buckets from its
  * home bucket to the first bucket whose overflow bit is clear).  If the run
@@ -190,11 +197,10 @@ commit_slot(const PmhSegment *seg, PmhBucket *bucket, uint32_t code, PmhTid tid,
 	uint64_t	c = bucket->commit;
 	int			i = __builtin_ctzll(~c & PMH_VALID_MASK);
 	uint64_t	bit = UINT64_C(1) << i;
+	int			was_blank = pmh_tid_blank(bucket->slot[i]);
 
 	pmh_slot_set(bucket, i, code, tid);
-	pmh_flush(persist, &bucket->tag[i], sizeof(uint16_t));
-	pmh_flush_tid(persist, bucket, &bucket->slot[i]);
-	pmh_drain(persist);
+	pmh_flush_slot(persist, bucket, &bucket->tag[i], &bucket->slot[i], was_blank);
 	if (flags & PMH_ENTRY_UNVERIFIED)
 		bucket->unverified |= bit;
 	else
@@ -203,7 +209,8 @@ commit_slot(const PmhSegment *seg, PmhBucket *bucket, uint32_t code, PmhTid tid,
 		bucket->lsn = lsn;
 	pmh_store_release(&bucket->commit, (c | bit) + PMH_SEQ_ONE);
 	pmh_bucket_seal(seg, bucket);
-	pmh_flush(persist, &bucket->commit, PMH_BUCKET_COMMIT_BYTES);
+	/* the first line: commit word, stamp, checksums and the first 16 tags */
+	pmh_flush(persist, &bucket->commit, PMH_LINE_SIZE);
 	pmh_drain(persist);
 }
 
@@ -246,11 +253,11 @@ place_entry(const PmhSegment *seg, const RunScan *rs, uint32_t code, PmhTid tid,
 		return PMH_FULL;
 
 	/*
-	 * Mark the passed buckets before the entry becomes visible; the drain in
-	 * commit_slot orders them before it where the caller drains (the core
-	 * tests).  The access method's flushes wait for its commit, and cache
-	 * lines and pages reach the medium in any order, so a crash may keep
-	 * the entry without them: recovery reconnects it (reconnect_entries).
+	 * Mark the passed buckets before the entry becomes visible, durable
+	 * first where the caller drains (the core tests).  The access method's
+	 * flushes wait for its commit, and cache lines and pages reach the
+	 * medium in any order, so a crash may keep the entry without them:
+	 * recovery reconnects it (reconnect_entries).
 	 */
 	for (b = rs->end_bucket; b != target; b = pmh_next_bucket(b, nbuckets))
 	{
@@ -264,6 +271,7 @@ place_entry(const PmhSegment *seg, const RunScan *rs, uint32_t code, PmhTid tid,
 		pmh_bucket_seal(seg, passed);
 		pmh_flush(persist, &passed->commit, PMH_BUCKET_COMMIT_BYTES);
 	}
+	pmh_drain(persist);
 	commit_slot(seg, pmh_bucket(seg, target), code, tid, flags, lsn, persist);
 	return PMH_OK;
 }
@@ -284,15 +292,16 @@ chain_append(const PmhSegment *seg, PmhPosting *first, PmhTid tid, uint64_t lsn,
 		uint64_t	c = blk->commit;
 		uint64_t	free_bits = ~c & PMH_POSTING_VALID_MASK;
 		int			i;
+		int			was_blank;
 
 		if (free_bits == 0)
 			continue;
 		if (!pmh_posting_sound(seg, blk, c))
 			return -1;
 		i = __builtin_ctzll(free_bits);
+		was_blank = pmh_tid_blank(blk->tid[i]);
 		blk->tid[i] = tid;
-		pmh_flush_tid(persist, blk, &blk->tid[i]);
-		pmh_drain(persist);
+		pmh_flush_slot(persist, blk, NULL, &blk->tid[i], was_blank);
 		blk->unverified &= ~(UINT64_C(1) << i);
 		if (lsn > blk->lsn)
 			blk->lsn = lsn;

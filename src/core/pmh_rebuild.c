@@ -267,7 +267,12 @@ image_place(const PmhSegment *seg, uint32_t *cursor, uint32_t code, PmhTid tid,
 
 		if (valid != PMH_VALID_MASK)
 		{
-			int			i = __builtin_ctzll(~valid);
+			/*
+			 * from the last slot down: inserts take the first free slot,
+			 * and those whose tags share the commit word's line need one
+			 * fence (pmh_flush_slot)
+			 */
+			int			i = 63 - __builtin_clzll(~valid & PMH_VALID_MASK);
 
 			/* an image is private: no flushes, and its LSNs are set already */
 			pmh_slot_set(bucket, i, code, tid);

@@ -3,7 +3,8 @@
  * test_crash.c
  *	  Core crash tests: the writer stops at a random persistence fence, a
  *	  random share of unflushed lines reaches the durable image, and every
- *	  completed change must survive recovery and nothing else appear.
+ *	  completed change must survive recovery and nothing else appear, after
+ *	  one crash and after a second one.
  *
  * Copyright (c) 2026, pmhash developers
  *
@@ -39,57 +40,26 @@ crashing_drain(void *arg)
 	}
 }
 
-/* One crash round: run until the planned fence, crash, recover, check. */
+/*
+ * After a crash: attach, recover as the access method does, verify, and
+ * check every key's lookup against what completed.  in_flight is the key
+ * whose insert the crash cut short, or UINT64_MAX - 1 for a delete.
+ */
 static void
-crash_round(int round)
+check_crash(int round, MemTable *mt, Model *m, const uint8_t *done_insert,
+			uint64_t in_flight, uint64_t durable_lsn)
 {
-	MemTable   *mt = memtable_create(1, 64, 1);
-	Model		m = {0};
-	uint8_t    *done_insert = calloc(4000, 1);
-	volatile uint64_t in_flight = UINT64_MAX;
-	volatile uint64_t durable_lsn = 0;
 	uint64_t	live;
-	const char *err;
-	double		evict = (round % 3) / 2.0;
+	const char *err = memtable_attach(mt);
 
-	mt->persist.drain = crashing_drain;
-	mt->crash_at = 20 + rnd() % 6000;
-	for (int k = 0; k < 4000; k++)
-		model_add(&m, (k % 5 == 0) ? mix(round) : mix(round * 100000 + k));
-
-	if (setjmp(crash_jump) == 0)
-	{
-		for (int k = 0; k < 4000; k++)
-		{
-			in_flight = k;
-			durable_lsn = mt->lsn;
-			memtable_insert(mt, m.hash[k], tid_of(k));
-			done_insert[k] = 1;
-			if (k % 1000 == 999)
-			{
-				/* delete a third of what is there */
-				for (int d = 0; d <= k; d++)
-					m.dead[d] = m.dead[d] || d % 3 == 0;
-				in_flight = UINT64_MAX - 1;
-				durable_lsn = mt->lsn;
-				delete_dead(mt, &m);
-				in_flight = UINT64_MAX;
-			}
-		}
-		/* no crash in this round */
-		free_table(mt, &m);
-		free(done_insert);
-		return;
-	}
-	memtable_crash(mt, evict, rnd());
-	mt->persist.drain = NULL;
-	err = memtable_attach(mt);
 	CHECK(err == NULL, "round %d: attach after crash: %s", round, err);
 	if (err == NULL)
 	{
-		/* recovery reseals what changed after the last durable change */
-		if (memtable_checksums)
-			memtable_flag_unverified(mt, durable_lsn);
+		/*
+		 * recovery clears the torn slot of the change in flight and reseals
+		 * what changed after the last durable change
+		 */
+		memtable_flag_unverified(mt, durable_lsn);
 		err = memtable_verify(mt, &live);
 		CHECK(err == NULL, "round %d: verify after crash: %s", round, err);
 	}
@@ -100,25 +70,162 @@ crash_round(int round)
 		int			found = 0;
 		int			may_be_dead = in_flight == UINT64_MAX - 1 && k % 3 == 0;
 
-		memtable_lookup(mt, m.hash[k], got, &ngot, 8192);
+		memtable_lookup(mt, m->hash[k], got, &ngot, 8192);
 		for (int g = 0; g < ngot && g < 8192; g++)
 		{
 			uint64_t	idx = index_of(got[g]);
 
-			CHECK(idx < 4000 && pmh_canonical_hash(m.hash[idx], 1) == pmh_canonical_hash(m.hash[k], 1),
+			CHECK(idx < 4000 && pmh_canonical_hash(m->hash[idx], 1) == pmh_canonical_hash(m->hash[k], 1),
 				  "round %d: stray TID", round);
 			found |= idx == (uint64_t) k;
 		}
-		if (done_insert[k] && !m.dead[k])
+		if (done_insert[k] && !m->dead[k])
 			CHECK(found, "round %d: completed insert %d lost (crash at fence %llu)",
 				  round, k, (unsigned long long) mt->crash_at);
-		if (m.dead[k] && !may_be_dead)
+		if (m->dead[k] && !may_be_dead)
 			CHECK(!found, "round %d: deleted entry %d came back", round, k);
 		if (!done_insert[k] && (uint64_t) k != in_flight)
 			CHECK(!found, "round %d: entry %d appeared without being inserted", round, k);
 	}
+}
+
+/*
+ * One crash round: run until a planned fence, crash, recover, check; then
+ * finish the change cut short, as WAL replay and VACUUM would, and go on
+ * to a second crash, which meets the leftovers of the first (an entry's
+ * TID durable in a slot whose commit word was lost).
+ */
+static void
+crash_round(int round)
+{
+	MemTable   *mt = memtable_create(1, 64, 1);
+	Model		m = {0};
+	uint8_t    *done_insert = calloc(4000, 1);
+	volatile int next = 0;
+	volatile uint64_t in_flight = UINT64_MAX;
+	volatile uint64_t durable_lsn = 0;
+	double		evict = (round % 3) / 2.0;
+
+	mt->persist.drain = crashing_drain;
+	for (int k = 0; k < 4000; k++)
+		model_add(&m, (k % 5 == 0) ? mix(round) : mix(round * 100000 + k));
+
+	for (int crash = 0; crash < 2 && !test_failed; crash++)
+	{
+		in_flight = UINT64_MAX;
+		mt->crash_at = mt->drains + 20 + rnd() % 3000;
+		if (setjmp(crash_jump) == 0)
+		{
+			for (int k = next; k < 4000; k++)
+			{
+				in_flight = k;
+				durable_lsn = mt->lsn;
+				memtable_insert(mt, m.hash[k], tid_of(k));
+				done_insert[k] = 1;
+				next = k + 1;
+				if (k % 1000 == 999)
+				{
+					/* delete a third of what is there */
+					for (int d = 0; d <= k; d++)
+						m.dead[d] = m.dead[d] || d % 3 == 0;
+					in_flight = UINT64_MAX - 1;
+					durable_lsn = mt->lsn;
+					delete_dead(mt, &m);
+					in_flight = UINT64_MAX;
+				}
+			}
+			/* no crash in this round */
+			break;
+		}
+		memtable_crash(mt, evict, rnd());
+		check_crash(round, mt, &m, done_insert, in_flight, durable_lsn);
+		if (in_flight == UINT64_MAX - 1)
+			delete_dead(mt, &m);
+		else if (in_flight < 4000)
+		{
+			CHECK(memtable_replay(mt, m.hash[in_flight], tid_of(in_flight), durable_lsn + 1) != PMH_CORRUPT,
+				  "round %d: replay of the insert in flight", round);
+			done_insert[in_flight] = 1;
+			next = (int) in_flight + 1;
+		}
+	}
 	free_table(mt, &m);
 	free(done_insert);
+}
+
+/*
+ * One round of a crash over a leftover: a free slot holds the TID of an
+ * insert whose commit word an earlier crash lost, and the insert that takes
+ * the slot crashes at one of its fences, keeping a random half of the
+ * lines it changed.  Recovery must leave no entry with the old TID.
+ */
+static void
+leftover_round(int round)
+{
+	MemTable   *mt = memtable_create(1, 64, 1);
+	Model		m = {0};
+	uint64_t	key = 0;
+	uint64_t	durable_lsn;
+	uint64_t	live;
+	PmhSegment	seg;
+	PmhBucket  *bucket = NULL;
+	int			slot = 0;
+	const char *err;
+
+	mt->persist.drain = crashing_drain;
+	for (int k = 0; k < 300 && !test_failed; k++)
+		add(mt, &m, mix(round * 1000 + k));
+
+	/* a new key whose home bucket has room, and its slot there */
+	for (uint64_t k = 300; bucket == NULL; k++)
+	{
+		uint32_t	hash = pmh_canonical_hash(mix(round * 1000 + k), 1);
+		uint32_t	code = pmh_hash_code(hash, 1);
+		PmhBucket  *home;
+		uint64_t	valid;
+
+		memtable_segment(mt, pmh_shard_of(hash, 1), &seg);
+		home = pmh_bucket(&seg, pmh_home_bucket(code, seg.nbuckets));
+		valid = home->commit & PMH_VALID_MASK;
+		if (valid == PMH_VALID_MASK)
+			continue;
+		key = model_add(&m, hash);
+		bucket = home;
+		slot = __builtin_ctzll(~valid);
+		/* the leftover: another entry's TID under this key's code */
+		bucket->slot[slot] = pmh_slot_value(code, tid_of(round % 300));
+		memcpy(mt->durable + ((char *) &bucket->slot[slot] - mt->live),
+			   &bucket->slot[slot], sizeof(PmhTid));
+	}
+
+	durable_lsn = mt->lsn;
+	mt->crash_at = mt->drains + 1 + round % 2;
+	if (setjmp(crash_jump) == 0)
+		memtable_insert(mt, m.hash[key], tid_of(key));
+	memtable_crash(mt, 0.5, rnd());
+	err = memtable_attach(mt);
+	CHECK(err == NULL, "round %d: attach after crash: %s", round, err);
+	if (err != NULL)
+	{
+		free_table(mt, &m);
+		return;
+	}
+	memtable_flag_unverified(mt, durable_lsn);
+	err = memtable_verify(mt, &live);
+	CHECK(err == NULL, "round %d: verify after crash: %s", round, err);
+	for (uint64_t k = 0; k <= key && !test_failed; k++)
+	{
+		PmhTid		got[64];
+		int			ngot;
+
+		memtable_lookup(mt, m.hash[k], got, &ngot, 64);
+		for (int g = 0; g < ngot && g < 64; g++)
+			CHECK(index_of(got[g]) == k ||
+				  pmh_canonical_hash(m.hash[index_of(got[g])], 1) == m.hash[k],
+				  "round %d: key %llu finds the leftover TID of entry %llu", round,
+				  (unsigned long long) k, (unsigned long long) index_of(got[g]));
+	}
+	free_table(mt, &m);
 }
 
 /* What the phantom check of a crash between commits knows. */
@@ -271,4 +378,16 @@ test_crashes(void)
 {
 	for (int round = 0; round < 300 && !test_failed; round++)
 		crash_round(round);
+}
+
+/*
+ * Crash an insert into a free slot that an earlier crash left holding an
+ * uncommitted entry's TID: the slot must be durable before its commit word,
+ * or the old TID would come back under the new key.
+ */
+void
+test_crashes_over_leftovers(void)
+{
+	for (int round = 0; round < 300 && !test_failed; round++)
+		leftover_round(round);
 }

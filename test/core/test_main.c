@@ -77,6 +77,7 @@ main(void)
 		{"overflow ring", test_overflow_ring},
 		{"crashes", test_crashes},
 		{"crashes between commits", test_crashes_between_commits},
+		{"crashes over leftovers", test_crashes_over_leftovers},
 		{"damage", test_damage},
 		{"reader_race", test_reader_race},
 		{"unverified", test_unverified},

@@ -90,6 +90,7 @@ extern void test_lost_overflow_bits(void);
 /* test_crash.c */
 extern void test_crashes(void);
 extern void test_crashes_between_commits(void);
+extern void test_crashes_over_leftovers(void);
 
 /* test_verify.c */
 extern void test_damage(void);
