@@ -5,8 +5,10 @@
  *
  * A scan probes once, without locks, and copies every TID stored under the
  * key's hash into backend memory before it returns the first one; a plain
- * scan sorts and de-duplicates them (a bitmap takes them in any order).  Only hash codes are stored, so every match
- * is rechecked against the heap tuple.  A scan of several key columns
+ * scan sorts and de-duplicates them (a bitmap takes them in any order),
+ * and prefetches the heap pages of the TIDs it returns next (src/README,
+ * Heap prefetch).  Only hash codes are stored, so every match is rechecked
+ * against the heap tuple.  A scan of several key columns
  * probes the codes of every combination of its conditions' values, or
  * reads every entry when a column has no condition (src/README, Readers).
  * SERIALIZABLE scans predicate-lock the shards they probe.
@@ -40,12 +42,14 @@
  */
 #include "postgres.h"
 
+#include "access/htup_details.h"
 #include "access/relscan.h"
 #include "access/table.h"
 #include "catalog/index.h"
 #include "nodes/tidbitmap.h"
 #include "pgstat.h"
 #include "replication/logicalworker.h"
+#include "storage/buf_internals.h"
 #include "storage/bufmgr.h"
 #include "storage/predicate.h"
 #include "utils/array.h"
@@ -79,12 +83,17 @@ typedef struct PmhScanOpaqueData
 	Relation	heap;			/* opened for a bitmap scan's reader, else NULL */
 	bool		can_kill;		/* an index scan of one code, no unverified TIDs */
 	PmhashKilled killed;		/* of its TIDs, those found dead to everyone */
+	int			prefetched;		/* last TID whose heap page was prefetched */
+	BlockNumber prefetched_block;	/* and that page */
 } PmhScanOpaqueData;
 
 typedef PmhScanOpaqueData *PmhScanOpaque;
 
 /* Hash codes one scan probes at most; more and it reads the whole index. */
 #define MAX_PROBE_CODES		(1 << 22)
+
+/* TIDs ahead of the one returned whose heap pages a plain scan prefetches */
+#define PREFETCH_DISTANCE	16
 
 /* ambeginscan */
 IndexScanDesc
@@ -178,42 +187,6 @@ key_hash(IndexScanDesc scan, ScanKey key, Datum value)
 #define ST_DEFINE
 #include "lib/sort_template.h"
 
-/*
- * Sort array elements by hash code.  Arrays of thousands of keys are
- * common ("= ANY" of a list an application built), so from 256 elements
- * on a radix sort of four 8-bit passes replaces the comparison sort.
- */
-static void
-sort_elements(ArrayElement *elements, int n)
-{
-	ArrayElement *from = elements;
-	ArrayElement *to;
-
-	if (n < 256)
-	{
-		sort_few_elements(elements, n);
-		return;
-	}
-	to = palloc(n * sizeof(ArrayElement));
-	for (int shift = 0; shift < 32; shift += 8)
-	{
-		int			start[257] = {0};
-		ArrayElement *swap;
-
-		for (int i = 0; i < n; i++)
-			start[((from[i].hash >> shift) & 0xFF) + 1]++;
-		for (int b = 0; b < 256; b++)
-			start[b + 1] += start[b];
-		for (int i = 0; i < n; i++)
-			to[start[(from[i].hash >> shift) & 0xFF]++] = from[i];
-		swap = from;
-		from = to;
-		to = swap;
-	}
-	/* an even number of passes leaves the result in elements */
-	pfree(to);
-}
-
 /* A heap TID as one number, in TID order. */
 static inline uint64
 tid_order(const ItemPointerData *tid)
@@ -222,12 +195,114 @@ tid_order(const ItemPointerData *tid)
 		ItemPointerGetOffsetNumberNoCheck(tid);
 }
 
-#define ST_SORT sort_tids
+#define ST_SORT sort_few_tids
 #define ST_ELEMENT_TYPE ItemPointerData
 #define ST_COMPARE(a, b) ((tid_order(a) > tid_order(b)) - (tid_order(a) < tid_order(b)))
 #define ST_SCOPE static
 #define ST_DEFINE
 #include "lib/sort_template.h"
+
+/*
+ * Arrays of thousands of keys are common ("= ANY" of a list an application
+ * built), and so are the TIDs they find: from this many on, their sorts
+ * are radix sorts instead of comparison sorts.
+ */
+#define RADIX_SORT_MIN		256
+
+/*
+ * Sort n 64-bit numbers by their bits from 'from' up, in 8-bit passes of a
+ * least-significant-digit radix sort (stable) through the scratch array;
+ * a pass whose digit is the same in every number is skipped.  Returns the
+ * array that holds the result, numbers or scratch.
+ */
+static uint64 *
+radix_sort(uint64 *numbers, uint64 *scratch, int n, int from)
+{
+	for (int shift = from; shift < 64; shift += 8)
+	{
+		int			start[257] = {0};
+		uint64	   *swap;
+
+		for (int i = 0; i < n; i++)
+			start[((numbers[i] >> shift) & 0xFF) + 1]++;
+		if (start[((numbers[0] >> shift) & 0xFF) + 1] == n)
+			continue;
+		for (int b = 0; b < 256; b++)
+			start[b + 1] += start[b];
+		for (int i = 0; i < n; i++)
+			scratch[start[(numbers[i] >> shift) & 0xFF]++] = numbers[i];
+		swap = numbers;
+		numbers = scratch;
+		scratch = swap;
+	}
+	return numbers;
+}
+
+/*
+ * Sort array elements by hash code: the radix sort orders each element's
+ * code followed by its position, then the elements follow their positions.
+ */
+static void
+sort_elements(ArrayElement *elements, int n)
+{
+	uint64	   *numbers;
+	uint64	   *sorted;
+	ArrayElement *copy;
+
+	if (n < RADIX_SORT_MIN)
+	{
+		sort_few_elements(elements, n);
+		return;
+	}
+	numbers = palloc(2 * n * sizeof(uint64));
+	copy = palloc(n * sizeof(ArrayElement));
+	memcpy(copy, elements, n * sizeof(ArrayElement));
+	for (int i = 0; i < n; i++)
+		numbers[i] = ((uint64) elements[i].hash << 32) | (uint32) i;
+	sorted = radix_sort(numbers, numbers + n, n, 32);
+	for (int i = 0; i < n; i++)
+		elements[i] = copy[(uint32) sorted[i]];
+	pfree(copy);
+	pfree(numbers);
+}
+
+/* Sort n heap TIDs in TID order; returns how many distinct ones lead them. */
+static int
+sort_unique(ItemPointer tids, int n)
+{
+	int			distinct = 0;
+
+	if (n < 2)
+		return n;
+	if (n < RADIX_SORT_MIN)
+	{
+		sort_few_tids(tids, n);
+		for (int i = 0; i < n; i++)
+		{
+			if (distinct == 0 || !ItemPointerEquals(&tids[distinct - 1], &tids[i]))
+				tids[distinct++] = tids[i];
+		}
+	}
+	else
+	{
+		uint64	   *numbers = palloc(2 * n * sizeof(uint64));
+		uint64	   *sorted;
+
+		for (int i = 0; i < n; i++)
+			numbers[i] = tid_order(&tids[i]);
+		sorted = radix_sort(numbers, numbers + n, n, 0);
+		for (int i = 0; i < n; i++)
+		{
+			if (distinct > 0 && sorted[i] == sorted[i - 1])
+				continue;
+			ItemPointerSet(&tids[distinct], (BlockNumber) (sorted[i] >> 16),
+						   (OffsetNumber) (sorted[i] & 0xFFFF));
+			distinct++;
+		}
+		pfree(numbers);
+	}
+	return distinct;
+}
 
 /*
  * The non-NULL elements of array, the argument of an array scan key, with
@@ -271,24 +346,6 @@ free_array(ScanKey key, ArrayType *array)
 		pfree(array);
 }
 
-/* Sort TIDs and drop repeats. */
-static void
-sort_unique_tids(PmhScanOpaque so)
-{
-	int			n = 0;
-
-	if (so->ntids < 2)
-		return;
-	sort_tids(so->tids, so->ntids);
-	for (int i = 0; i < so->ntids; i++)
-	{
-		if (n > 0 && ItemPointerEquals(&so->tids[n - 1], &so->tids[i]))
-			continue;
-		so->tids[n++] = so->tids[i];
-	}
-	so->ntids = n;
-}
-
 /*
  * Begin reading the keys of candidate rows, once per scan.  A bitmap scan
  * has no heap relation of its own: it opens the table, which the executor
@@ -310,6 +367,55 @@ begin_reading_keys(IndexScanDesc scan)
 	pmhash_key_reader_begin(&so->reader, heap, scan->indexRelation,
 							BuildIndexInfo(scan->indexRelation));
 	so->reading_keys = true;
+}
+
+/*
+ * The heap whose rows the scan reads: a plain scan's, or the one a bitmap
+ * scan opened to read keys; NULL for a bitmap scan that reads none.
+ */
+static inline Relation
+keys_heap(IndexScanDesc scan)
+{
+	PmhScanOpaque so = (PmhScanOpaque) scan->opaque;
+
+	return so->heap ? so->heap : scan->heapRelation;
+}
+
+/*
+ * Prefetch the pages of heap of the scan's TIDs up to position last, which
+ * a forward scan of several TIDs returns (or reads the keys of) next.  A page in shared buffers has its
+ * buffer header, page header and the TID's line pointer brought into the
+ * CPU cache, which the executor's fetch of the row reads; one that is not
+ * is read ahead (PrefetchBuffer).
+ */
+static void
+prefetch_heap(IndexScanDesc scan, Relation heap, int last)
+{
+	PmhScanOpaque so = (PmhScanOpaque) scan->opaque;
+
+	last = Min(last, so->ntids - 1);
+	while (so->prefetched < last)
+	{
+		ItemPointer tid = &so->tids[++so->prefetched];
+		BlockNumber block = ItemPointerGetBlockNumberNoCheck(tid);
+		PrefetchBufferResult result;
+
+		if (block == so->prefetched_block)
+			continue;
+		so->prefetched_block = block;
+		result = PrefetchBuffer(heap, MAIN_FORKNUM, block);
+		if (BufferIsValid(result.recent_buffer))
+		{
+			Page		page = BufferGetPage(result.recent_buffer);
+			OffsetNumber offset = ItemPointerGetOffsetNumberNoCheck(tid);
+
+			/* addresses only: the page is neither pinned nor read here */
+			offset = Max(Min(offset, MaxHeapTuplesPerPage), FirstOffsetNumber);
+			__builtin_prefetch(GetBufferDescriptor(result.recent_buffer - 1), 0, 3);
+			__builtin_prefetch(page, 0, 3);
+			__builtin_prefetch(PageGetItemId(page, offset), 0, 3);
+		}
+	}
 }
 
 /*
@@ -361,12 +467,16 @@ filter_by_elements(IndexScanDesc scan, const ArrayElement *elements, int n)
 	begin_reading_keys(scan);
 	for (int i = 0; i < so->ntids; i++)
 	{
+		prefetch_heap(scan, keys_heap(scan), i + PREFETCH_DISTANCE);
 		if (key_in_elements(scan, &so->tids[i], elements, n))
 			so->tids[kept++] = so->tids[i];
 	}
 	pmhash_key_reader_release(&so->reader);
 	so->ntids = kept;
 	so->exact = true;
+	/* the executor's fetches prefetch the kept TIDs' pages again */
+	so->prefetched = -1;
+	so->prefetched_block = InvalidBlockNumber;
 }
 
 /*
@@ -541,6 +651,7 @@ search(IndexScanDesc scan, bool ordered)
 	uint32		one_code;
 	uint32	   *codes = NULL;
 	int			ncodes;
+	bool		exact;
 
 	/* clear only the key columns' slots: this runs for every probe */
 	memset(probed, 0, nkeys * sizeof(ScanKey));
@@ -552,6 +663,8 @@ search(IndexScanDesc scan, bool ordered)
 	so->can_kill = false;
 	so->ntids = 0;
 	so->pos = -1;
+	so->prefetched = -1;
+	so->prefetched_block = InvalidBlockNumber;
 	pgstat_count_index_scan(index);
 	/* "= NULL", "= ANY(NULL)" and "= ANY('{}')" match nothing */
 	for (int i = 0; i < scan->numberOfKeys; i++)
@@ -588,32 +701,36 @@ search(IndexScanDesc scan, bool ordered)
 	}
 	else
 		ncodes = every_column ? probe_codes(scan, probed, &codes, arrays, elements, nelements) : -1;
+	/*
+	 * Only an array condition on an index of one column can be exact; one
+	 * whose recheck is hashed is left to it.
+	 */
+	exact = arrays[0] != NULL && nkeys == 1 && scan->numberOfKeys == 1 &&
+		IsMVCCSnapshot(scan->xs_snapshot) && !(probed[0]->sk_flags & PMHASH_SK_RECHECK_HASHED);
 	if (ncodes < 0)
 		collect_all(scan);
 	else if (ncodes > 0)
 	{
-		PmhashLocal *ix = pmhash_open(index, NULL);
+		PmhashLocal *ix;
 		bool		may_kill = ncodes == 1 && scan->heapRelation != NULL;
 		int			unverified;
 
+		/* an exact bitmap scan reads the heap too, and skips what a plain one does */
+		if (exact)
+			begin_reading_keys(scan);
+		ix = pmhash_open(index, NULL);
 		lock_predicates(scan, ix, codes, ncodes);
 		if (may_kill)
 			pmhash_note_probe(ix, codes[0], &so->killed);
-		unverified = pmhash_lookup_entries(index, ix, scan->heapRelation, codes, ncodes,
+		unverified = pmhash_lookup_entries(index, ix, keys_heap(scan), codes, ncodes,
 										   &so->tids, &so->ntids, &so->maxtids);
 		pmhash_leave();
 		/* the heap's check of a phantom's TID would fail (src/README) */
 		so->can_kill = may_kill && unverified == 0;
 	}
 	if (ordered)
-		sort_unique_tids(so);
-	/*
-	 * Only an array condition on an index of one column can be exact; one
-	 * whose recheck is hashed is left to it.
-	 */
-	if (arrays[0] != NULL && nkeys == 1 && scan->numberOfKeys == 1 && so->ntids > 0 &&
-		IsMVCCSnapshot(scan->xs_snapshot) &&
-		!(probed[0]->sk_flags & PMHASH_SK_RECHECK_HASHED))
+		so->ntids = sort_unique(so->tids, so->ntids);
+	if (exact && so->ntids > 0)
 		filter_by_elements(scan, elements[0], nelements[0]);
 	if (codes && codes != &one_code)
 		pfree(codes);
@@ -679,6 +796,8 @@ pmhashgettuple(IndexScanDesc scan, ScanDirection dir)
 
 		if (so->compare_keys && !so->exact && !key_matches(scan, tid))
 			continue;
+		if (step > 0 && so->ntids > 1 && scan->heapRelation != NULL)
+			prefetch_heap(scan, scan->heapRelation, so->pos + PREFETCH_DISTANCE);
 		scan->xs_heaptid = *tid;
 		scan->xs_recheck = !so->exact;
 		return true;
