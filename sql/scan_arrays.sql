@@ -80,6 +80,11 @@ SET enable_bitmapscan = off;
 EXPLAIN (COSTS OFF) SELECT id FROM arr WHERE k = ANY('{1,2,3}');
 RESET enable_seqscan;
 RESET enable_bitmapscan;
+-- left to choose, the planner takes the plain scan, which reads the heap
+-- pages in TID order as a bitmap heap scan does, without the bitmap and
+-- the bitmap's recheck (pmcost.c)
+EXPLAIN (COSTS OFF) SELECT id FROM arr WHERE k = ANY('{1,2,3,4,5,6,7,8,9,10}');
+EXPLAIN (COSTS OFF) SELECT id FROM arr WHERE k = ANY(ARRAY(SELECT g FROM generate_series(1, 200) g));
 
 -- cases: several keys, repeats, absent keys, NULL elements, empty, NULL,
 -- a colliding pair and each half of it, many keys, cross-type arrays

@@ -12,7 +12,19 @@
  * indexes: the pages the whole loop fetches from a file of the index's
  * estimated size, with caching, spread over the loops.  A "= ANY(array)"
  * condition probes once per element: the generic estimator counts the
- * elements (num_sa_scans) and the entries of one probe.  A scan of a
+ * elements (num_sa_scans) and the entries of one probe.
+ *
+ * A plain scan returns its TIDs in TID order (pmscan.c), so it reads the
+ * heap pages of its rows in order, once each, as a bitmap heap scan does,
+ * and prefetches them as that does.  cost_index knows of no such order: it
+ * charges random_page_cost for each page unless the index reports a
+ * correlation with the heap.  The correlation reported is the one that
+ * makes cost_index charge the heap pages what cost_bitmap_heap_scan
+ * charges the same rows' pages; without it the planner would take a bitmap
+ * scan, which costs a TID bitmap and the recheck of every row, wherever a
+ * probe finds rows on more than one page.  A scan repeated in a loop
+ * keeps no order across its probes and reports none.  A scan of a
+ * multi-column index needs an equality condition on every key column to
  * multi-column index needs an equality condition on every key column to
  * compute the hash codes it probes; without one it reads every entry of
  * the index (pmscan.c), and is charged that plus disable_cost, so that
@@ -35,6 +47,56 @@
 #include "utils/spccache.h"
 
 #include "pmhash.h"
+
+/*
+ * The heap correlation that makes cost_index charge the heap pages of a
+ * scan with this selectivity as a bitmap heap scan charges them
+ * (compute_bitmap_pages, cost_bitmap_heap_scan): its distinct pages, each
+ * costing between random_page_cost and seq_page_cost by the share of the
+ * table they are, and the recheck of each row's conditions, which
+ * cost_index leaves out though the plain scan rechecks as the bitmap heap
+ * scan does.  cost_index charges pages_fetched * random_page_cost at
+ * correlation 0, the pages of the rows stored together at 1, and between
+ * them by the correlation's square.
+ */
+static double
+tid_order_correlation(PlannerInfo *root, IndexPath *path, Selectivity selectivity)
+{
+	RelOptInfo *baserel = path->indexinfo->rel;
+	double		table_pages = Max(baserel->pages, 1.0);
+	double		tuples = clamp_row_est(selectivity * baserel->tuples);
+	double		random_page_cost;
+	double		seq_page_cost;
+	double		pages;
+	double		clustered_pages;
+	double		max_io;
+	double		min_io;
+	double		ordered_io;
+	List	   *conditions = NIL;
+	QualCost	recheck;
+	ListCell   *lc;
+
+	foreach(lc, path->indexclauses)
+		conditions = lappend(conditions, lfirst_node(IndexClause, lc)->rinfo);
+	cost_qual_eval(&recheck, conditions, root);
+	list_free(conditions);
+	get_tablespace_page_costs(baserel->reltablespace, &random_page_cost, &seq_page_cost);
+	/* cost_index's bounds, for a scan that is not repeated */
+	pages = index_pages_fetched(tuples, baserel->pages, (double) path->indexinfo->pages, root);
+	max_io = pages * random_page_cost;
+	clustered_pages = ceil(selectivity * baserel->pages);
+	min_io = clustered_pages > 0 ? random_page_cost + (clustered_pages - 1) * seq_page_cost : 0;
+	/* the bitmap heap scan's */
+	pages = Min(ceil(2.0 * table_pages * tuples / (2.0 * table_pages + tuples)), table_pages);
+	ordered_io = pages * (pages >= 2.0 ?
+						  random_page_cost - (random_page_cost - seq_page_cost) *
+						  sqrt(pages / table_pages) :
+						  random_page_cost) + tuples * recheck.per_tuple;
+	if (max_io <= min_io || ordered_io >= max_io)
+		return 0.0;
+	ordered_io = Max(ordered_io, min_io);
+	return sqrt((max_io - ordered_io) / (max_io - min_io));
+}
 
 /* Whether a scan has a condition on every key column of its index. */
 static bool
@@ -97,6 +159,7 @@ pmhashcostestimate(PlannerInfo *root, IndexPath *path, double loop_count,
 	*indexTotalCost = costs.indexStartupCost + io_cost +
 		costs.num_sa_scans * costs.numIndexTuples * (cpu_index_tuple_cost + cpu_operator_cost);
 	*indexSelectivity = costs.indexSelectivity;
-	*indexCorrelation = costs.indexCorrelation;
+	*indexCorrelation = loop_count > 1 ? costs.indexCorrelation :
+		tid_order_correlation(root, path, costs.indexSelectivity);
 	*indexPages = costs.numIndexPages;
 }
