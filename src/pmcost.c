@@ -20,15 +20,16 @@
  * charges random_page_cost for each page unless the index reports a
  * correlation with the heap.  The correlation reported is the one that
  * makes cost_index charge the heap pages what cost_bitmap_heap_scan
- * charges the same rows' pages; without it the planner would take a bitmap
- * scan, which costs a TID bitmap and the recheck of every row, wherever a
- * probe finds rows on more than one page.  A scan repeated in a loop
- * keeps no order across its probes and reports none.  A scan of a
- * multi-column index needs an equality condition on every key column to
- * multi-column index needs an equality condition on every key column to
- * compute the hash codes it probes; without one it reads every entry of
- * the index (pmscan.c), and is charged that plus disable_cost, so that
- * the planner chooses it only when told to avoid everything else.
+ * charges the same rows' pages, plus the recheck of each row that
+ * cost_index leaves out; without it the planner would take a bitmap scan,
+ * which costs a TID bitmap on top, wherever a probe finds rows on more
+ * than one page.  A scan repeated in a loop keeps no order across its
+ * probes and reports none.
+ *
+ * A scan of a multi-column index needs an equality condition on every key
+ * column to compute the hash codes it probes; without one it reads every
+ * entry of the index (pmscan.c), and is charged that plus disable_cost, so
+ * that the planner chooses it only when told to avoid everything else.
  *
  * Copyright (c) 2026, pmhash developers
  *
