@@ -26,6 +26,7 @@ OBJS = \
 	src/pmrecovery.o \
 	src/pmredo.o \
 	src/pmscan.o \
+	src/pmsort.o \
 	src/pmshadow.o \
 	src/pmshard.o \
 	src/pmshmem.o \

@@ -438,6 +438,19 @@ extern bool pmhash_insert_unique(Relation index, Relation heap, IndexInfo *info,
 /* pmupsert.c */
 extern void pmhash_upsert_init(void);
 
+/* pmsort.c */
+
+/* An element of a "= ANY(array)" condition, with its hash code. */
+typedef struct PmhashArrayElement
+{
+	uint32		hash;
+	Datum		value;
+} PmhashArrayElement;
+
+extern void pmhash_sort_elements(PmhashArrayElement *elements, int n);
+extern void pmhash_sort_codes(uint32 *codes, size_t n);
+extern int	pmhash_sort_unique_tids(ItemPointer tids, int n);
+
 /* pmrecheck.c */
 extern void pmhash_recheck_init(void);
 

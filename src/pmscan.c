@@ -59,13 +59,6 @@
 
 #include "pmhash.h"
 
-/* An element of a "= ANY(array)" condition, with its hash code. */
-typedef struct ArrayElement
-{
-	uint32		hash;
-	Datum		value;
-} ArrayElement;
-
 typedef struct PmhScanOpaqueData
 {
 	ItemPointer tids;
@@ -170,147 +163,12 @@ key_hash(IndexScanDesc scan, ScanKey key, Datum value)
 }
 
 /*
- * Sorts specialized by PostgreSQL's sort template, with inlined
- * comparisons: a few array elements by hash code, hash codes, heap TIDs.
- */
-#define ST_SORT sort_few_elements
-#define ST_ELEMENT_TYPE ArrayElement
-#define ST_COMPARE(a, b) (((a)->hash > (b)->hash) - ((a)->hash < (b)->hash))
-#define ST_SCOPE static
-#define ST_DEFINE
-#include "lib/sort_template.h"
-
-#define ST_SORT sort_codes
-#define ST_ELEMENT_TYPE uint32
-#define ST_COMPARE(a, b) ((*(a) > *(b)) - (*(a) < *(b)))
-#define ST_SCOPE static
-#define ST_DEFINE
-#include "lib/sort_template.h"
-
-/* A heap TID as one number, in TID order. */
-static inline uint64
-tid_order(const ItemPointerData *tid)
-{
-	return ((uint64) ItemPointerGetBlockNumberNoCheck(tid) << 16) |
-		ItemPointerGetOffsetNumberNoCheck(tid);
-}
-
-#define ST_SORT sort_few_tids
-#define ST_ELEMENT_TYPE ItemPointerData
-#define ST_COMPARE(a, b) ((tid_order(a) > tid_order(b)) - (tid_order(a) < tid_order(b)))
-#define ST_SCOPE static
-#define ST_DEFINE
-#include "lib/sort_template.h"
-
-/*
- * Arrays of thousands of keys are common ("= ANY" of a list an application
- * built), and so are the TIDs they find: from this many on, their sorts
- * are radix sorts instead of comparison sorts.
- */
-#define RADIX_SORT_MIN		256
-
-/*
- * Sort n 64-bit numbers by their bits from 'from' up, in 8-bit passes of a
- * least-significant-digit radix sort (stable) through the scratch array;
- * a pass whose digit is the same in every number is skipped.  Returns the
- * array that holds the result, numbers or scratch.
- */
-static uint64 *
-radix_sort(uint64 *numbers, uint64 *scratch, int n, int from)
-{
-	for (int shift = from; shift < 64; shift += 8)
-	{
-		int			start[257] = {0};
-		uint64	   *swap;
-
-		for (int i = 0; i < n; i++)
-			start[((numbers[i] >> shift) & 0xFF) + 1]++;
-		if (start[((numbers[0] >> shift) & 0xFF) + 1] == n)
-			continue;
-		for (int b = 0; b < 256; b++)
-			start[b + 1] += start[b];
-		for (int i = 0; i < n; i++)
-			scratch[start[(numbers[i] >> shift) & 0xFF]++] = numbers[i];
-		swap = numbers;
-		numbers = scratch;
-		scratch = swap;
-	}
-	return numbers;
-}
-
-/*
- * Sort array elements by hash code: the radix sort orders each element's
- * code followed by its position, then the elements follow their positions.
- */
-static void
-sort_elements(ArrayElement *elements, int n)
-{
-	uint64	   *numbers;
-	uint64	   *sorted;
-	ArrayElement *copy;
-
-	if (n < RADIX_SORT_MIN)
-	{
-		sort_few_elements(elements, n);
-		return;
-	}
-	numbers = palloc(2 * n * sizeof(uint64));
-	copy = palloc(n * sizeof(ArrayElement));
-	memcpy(copy, elements, n * sizeof(ArrayElement));
-	for (int i = 0; i < n; i++)
-		numbers[i] = ((uint64) elements[i].hash << 32) | (uint32) i;
-	sorted = radix_sort(numbers, numbers + n, n, 32);
-	for (int i = 0; i < n; i++)
-		elements[i] = copy[(uint32) sorted[i]];
-	pfree(copy);
-	pfree(numbers);
-}
-
-/* Sort n heap TIDs in TID order; returns how many distinct ones lead them. */
-static int
-sort_unique(ItemPointer tids, int n)
-{
-	int			distinct = 0;
-
-	if (n < 2)
-		return n;
-	if (n < RADIX_SORT_MIN)
-	{
-		sort_few_tids(tids, n);
-		for (int i = 0; i < n; i++)
-		{
-			if (distinct == 0 || !ItemPointerEquals(&tids[distinct - 1], &tids[i]))
-				tids[distinct++] = tids[i];
-		}
-	}
-	else
-	{
-		uint64	   *numbers = palloc(2 * n * sizeof(uint64));
-		uint64	   *sorted;
-
-		for (int i = 0; i < n; i++)
-			numbers[i] = tid_order(&tids[i]);
-		sorted = radix_sort(numbers, numbers + n, n, 0);
-		for (int i = 0; i < n; i++)
-		{
-			if (distinct > 0 && sorted[i] == sorted[i - 1])
-				continue;
-			ItemPointerSet(&tids[distinct], (BlockNumber) (sorted[i] >> 16),
-						   (OffsetNumber) (sorted[i] & 0xFFFF));
-			distinct++;
-		}
-		pfree(numbers);
-	}
-	return distinct;
-}
-
-/*
  * The non-NULL elements of array, the argument of an array scan key, with
  * their hash codes, sorted by code, in *elements; returns their number.
  * By-reference elements point into array.
  */
 static int
-array_elements(IndexScanDesc scan, ScanKey key, ArrayType *array, ArrayElement **elements)
+array_elements(IndexScanDesc scan, ScanKey key, ArrayType *array, PmhashArrayElement **elements)
 {
 	int16		typlen;
 	bool		typbyval;
@@ -323,7 +181,7 @@ array_elements(IndexScanDesc scan, ScanKey key, ArrayType *array, ArrayElement *
 	get_typlenbyvalalign(ARR_ELEMTYPE(array), &typlen, &typbyval, &typalign);
 	deconstruct_array(array, ARR_ELEMTYPE(array), typlen, typbyval, typalign,
 					  &values, &nulls, &nvalues);
-	*elements = palloc(Max(nvalues, 1) * sizeof(ArrayElement));
+	*elements = palloc(Max(nvalues, 1) * sizeof(PmhashArrayElement));
 	for (int i = 0; i < nvalues; i++)
 	{
 		if (nulls[i])
@@ -334,7 +192,7 @@ array_elements(IndexScanDesc scan, ScanKey key, ArrayType *array, ArrayElement *
 	}
 	pfree(values);
 	pfree(nulls);
-	sort_elements(*elements, n);
+	pmhash_sort_elements(*elements, n);
 	return n;
 }
 
@@ -424,7 +282,7 @@ prefetch_heap(IndexScanDesc scan, Relation heap, int last)
  * for an index of one column.
  */
 static bool
-key_in_elements(IndexScanDesc scan, ItemPointer tid, const ArrayElement *elements, int n)
+key_in_elements(IndexScanDesc scan, ItemPointer tid, const PmhashArrayElement *elements, int n)
 {
 	PmhScanOpaque so = (PmhScanOpaque) scan->opaque;
 	ScanKey		key = &scan->keyData[0];
@@ -459,7 +317,7 @@ key_in_elements(IndexScanDesc scan, ItemPointer tid, const ArrayElement *element
  * scan exact.
  */
 static void
-filter_by_elements(IndexScanDesc scan, const ArrayElement *elements, int n)
+filter_by_elements(IndexScanDesc scan, const PmhashArrayElement *elements, int n)
 {
 	PmhScanOpaque so = (PmhScanOpaque) scan->opaque;
 	int			kept = 0;
@@ -568,7 +426,7 @@ lock_predicates(IndexScanDesc scan, PmhashLocal *ix, const uint32 *codes, int n)
  */
 static int
 probe_codes(IndexScanDesc scan, ScanKey *probed, uint32 **codes, ArrayType **arrays,
-			ArrayElement **elements, int *nelements)
+			PmhashArrayElement **elements, int *nelements)
 {
 	int			nkeys = IndexRelationGetNumberOfKeyAttributes(scan->indexRelation);
 	uint32	   *result = palloc(sizeof(uint32));
@@ -619,7 +477,7 @@ probe_codes(IndexScanDesc scan, ScanKey *probed, uint32 **codes, ArrayType **arr
 	{
 		int			m = 0;
 
-		sort_codes(result, n);
+		pmhash_sort_codes(result, n);
 		for (int i = 0; i < n; i++)
 		{
 			if (m == 0 || result[m - 1] != result[i])
@@ -645,7 +503,7 @@ search(IndexScanDesc scan, bool ordered)
 	int			nkeys = IndexRelationGetNumberOfKeyAttributes(index);
 	ScanKey		probed[INDEX_MAX_KEYS];
 	ArrayType  *arrays[INDEX_MAX_KEYS];
-	ArrayElement *elements[INDEX_MAX_KEYS];
+	PmhashArrayElement *elements[INDEX_MAX_KEYS];
 	int			nelements[INDEX_MAX_KEYS];
 	bool		every_column = true;
 	uint32		one_code;
@@ -656,7 +514,7 @@ search(IndexScanDesc scan, bool ordered)
 	/* clear only the key columns' slots: this runs for every probe */
 	memset(probed, 0, nkeys * sizeof(ScanKey));
 	memset(arrays, 0, nkeys * sizeof(ArrayType *));
-	memset(elements, 0, nkeys * sizeof(ArrayElement *));
+	memset(elements, 0, nkeys * sizeof(PmhashArrayElement *));
 	memset(nelements, 0, nkeys * sizeof(int));
 	so->searched = true;
 	so->exact = false;
@@ -729,7 +587,7 @@ search(IndexScanDesc scan, bool ordered)
 		so->can_kill = may_kill && unverified == 0;
 	}
 	if (ordered)
-		so->ntids = sort_unique(so->tids, so->ntids);
+		so->ntids = pmhash_sort_unique_tids(so->tids, so->ntids);
 	if (exact && so->ntids > 0)
 		filter_by_elements(scan, elements[0], nelements[0]);
 	if (codes && codes != &one_code)
