@@ -15,6 +15,13 @@ CREATE TABLE pair AS
 SELECT count(*) AS pairs, bool_and(hashint8(a) = hashint8(b) AND a <> b) AS collide FROM pair;
 INSERT INTO arr SELECT 40000 + i, a, 'a' FROM pair, generate_series(1, 2) i;
 INSERT INTO arr SELECT 40010, b, 'b' FROM pair;
+-- and two text keys whose hash codes collide
+CREATE TABLE text_pair AS
+  SELECT min(s) AS a, max(s) AS b FROM (SELECT 'c' || g AS s FROM generate_series(1, 200000) g) c
+  GROUP BY hashtext(s) HAVING count(*) = 2 ORDER BY 1 LIMIT 1;
+SELECT count(*) AS pairs, bool_and(hashtext(a) = hashtext(b) AND a <> b) AS collide FROM text_pair;
+INSERT INTO arr SELECT 40020 + i, NULL, a FROM text_pair, generate_series(1, 2) i;
+INSERT INTO arr SELECT 40030, NULL, b FROM text_pair;
 CREATE INDEX arr_k ON arr USING pmhash (k);
 CREATE INDEX arr_s ON arr USING pmhash (s);
 CREATE INDEX arr_k2 ON arr USING pmhash ((k * 2));
@@ -105,6 +112,14 @@ SELECT (check_keys('k', '{4,4,9}'::int2[])).*;
 -- text keys, and an expression index
 SELECT (check_keys('s', '{v1,v2,v2,nope,NULL,v699,a,b}'::text[])).*;
 SELECT (check_keys('k2', '{2,3,4,4,5998,-2}'::int8[])).*;
+-- constants of 9 elements or more, whose recheck is hashed: a plain scan
+-- rechecks them by the elements it hashed (pmrecheck.c); text with one
+-- and both halves of a colliding pair, and the expression index
+SELECT (check_keys('s', ARRAY[a, 'v1', 'v2', 'v3', 'v4', 'v5', 'v6', 'v7', 'nope', NULL])).*
+  FROM text_pair;
+SELECT (check_keys('s', ARRAY[b, 'v1', 'v2', 'v3', 'v4', 'v5', 'v6', 'v7', 'v8', a])).*
+  FROM text_pair;
+SELECT (check_keys('k2', '{2,3,4,4,5998,-2,6,8,10,12,NULL}'::int8[])).*;
 
 -- The executor's recheck of a constant array of 9 elements or more is
 -- hashed (the planner's hashfuncid): the index leaves the row of the
@@ -126,6 +141,21 @@ SELECT recheck_removed(format('SELECT id FROM arr WHERE k = ANY(%L::int8[])', ke
   FROM cases WHERE n = 15;
 SELECT recheck_removed(format('SELECT id FROM arr WHERE k = ANY(%L::int4[])', keys))
   FROM cases WHERE n = 15;
+SELECT recheck_removed(format('SELECT id FROM arr WHERE s = ANY(%L::text[])',
+                              ARRAY[a, 'v1', 'v2', 'v3', 'v4', 'v5', 'v6', 'v7', 'v8']))
+  FROM text_pair;
+-- the inner side of a nested loop probes again at every rescan
+SET enable_hashjoin = off;
+SET enable_mergejoin = off;
+SET enable_material = off;
+EXPLAIN (COSTS OFF) SELECT count(*) FROM generate_series(1, 3) g,
+  LATERAL (SELECT id FROM arr WHERE k = ANY('{1,2,3,4,5,6,7,8,9,2999,-5}') AND id <> -g OFFSET 0) x;
+SELECT (SELECT count(*) FROM generate_series(1, 3) g,
+        LATERAL (SELECT id FROM arr WHERE k = ANY('{1,2,3,4,5,6,7,8,9,2999,-5}') AND id <> -g OFFSET 0) x) =
+       3 * (SELECT count(*) FROM arr WHERE k + 0 = ANY('{1,2,3,4,5,6,7,8,9,2999,-5}')) AS rescans_agree;
+RESET enable_hashjoin;
+RESET enable_mergejoin;
+RESET enable_material;
 SET plan_cache_mode = force_generic_plan;
 PREPARE p_index(int8[]) AS SELECT id FROM arr WHERE k = ANY($1);
 SELECT recheck_removed(format('EXECUTE p_index(%L)', keys)) FROM cases WHERE n = 15;
@@ -159,6 +189,6 @@ SELECT (check_keys('k', ARRAY(SELECT g + 100000 FROM generate_series(0, 3000, 7)
 ROLLBACK;
 SELECT n, (check_keys('k', keys)).* FROM cases WHERE n IN (1, 13) ORDER BY n;
 
-DROP TABLE arr, pair, cases;
+DROP TABLE arr, pair, text_pair, cases;
 DROP FUNCTION recheck_removed(text), check_keys(text, anyarray), ids_const(text, anyarray, text),
   ids_seq(text, anyarray), ids_bitmap(text, anyarray), ids_index(text, anyarray);

@@ -509,5 +509,7 @@ extern void pmhashrescan(IndexScanDesc scan, ScanKey keys, int nkeys,
 extern bool pmhashgettuple(IndexScanDesc scan, ScanDirection dir);
 extern int64 pmhashgetbitmap(IndexScanDesc scan, TIDBitmap *tbm);
 extern void pmhashendscan(IndexScanDesc scan);
+extern bool pmhash_scan_kept_elements(IndexScanDesc scan);
+extern bool pmhash_scan_array_contains(IndexScanDesc scan, Datum value);
 
 #endif							/* PMHASH_H */

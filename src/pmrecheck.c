@@ -23,6 +23,17 @@
  * chooses between two correct ways to filter: a wrong choice costs time,
  * never a row.
  *
+ * The executor's hashed recheck hashes every element once more to build
+ * its table, on the scan's first row.  In a plain index scan whose only
+ * condition is such an array, the hook therefore replaces the recheck's
+ * ExprState by one that evaluates the condition's left operand on the
+ * fetched row and asks the scan whether it equals an element
+ * (pmhash_scan_array_contains): the scan kept the elements it hashed and
+ * sorted to probe.  Only executor state changes, never the plan, so cached
+ * plans are untouched; EvalPlanQual's own copy of the plan state, set up
+ * without this hook, keeps the executor's recheck, and so does the
+ * replaced ExprState while the scan has kept no elements.
+ *
  * Copyright (c) 2026, pmhash developers
  *
  * IDENTIFICATION
@@ -43,14 +54,15 @@ static ExecutorStart_hook_type prev_executor_start = NULL;
 
 /*
  * Flag the array keys of one pmhash scan whose condition, the entry of
- * indexqual at the same position, the executor rechecks with a hash table.
+ * indexqual at the same position, the executor rechecks with a hash table;
+ * false if the scan is no pmhash scan with a condition per key.
  */
-static void
+static bool
 flag_keys(Relation index, List *indexqual, ScanKey keys, int nkeys)
 {
 	if (index == NULL || index->rd_indam->amrescan != pmhashrescan ||
 		list_length(indexqual) != nkeys)
-		return;
+		return false;
 	for (int i = 0; i < nkeys; i++)
 	{
 		Node	   *qual = list_nth(indexqual, i);
@@ -68,9 +80,88 @@ flag_keys(Relation index, List *indexqual, ScanKey keys, int nkeys)
 			((Const *) array)->constvalue == keys[i].sk_argument)
 			keys[i].sk_flags |= PMHASH_SK_RECHECK_HASHED;
 	}
+	return true;
 }
 
-/* Flag the hashed array keys of every pmhash scan under a plan node. */
+/*
+ * The recheck of a plain scan's hashed array condition by the elements the
+ * scan hashed and sorted (pmscan.c), in place of the executor's own.
+ */
+typedef struct ElementRecheck
+{
+	IndexScanState *iss;
+	ExprState  *value;			/* the condition's left operand */
+	ExprState  *executor;		/* the executor's recheck of the condition */
+} ElementRecheck;
+
+/*
+ * ExprState evaluation of an ElementRecheck: whether the scan tuple's
+ * value equals an element; the executor's own recheck while the scan has
+ * kept no elements.
+ */
+static Datum
+recheck_by_elements(ExprState *state, ExprContext *econtext, bool *isnull)
+{
+	ElementRecheck *recheck = state->evalfunc_private;
+	IndexScanDesc scan = recheck->iss->iss_ScanDesc;
+	Datum		value;
+	bool		value_null;
+
+	if (scan == NULL || !pmhash_scan_kept_elements(scan))
+		return ExecEvalExpr(recheck->executor, econtext, isnull);
+	value = ExecEvalExpr(recheck->value, econtext, &value_null);
+	*isnull = false;
+	/* a NULL operand makes the condition NULL, which a qual takes as false */
+	return BoolGetDatum(!value_null && pmhash_scan_array_contains(scan, value));
+}
+
+/*
+ * Replace the recheck of a pmhash index scan whose one condition is a
+ * flagged array (the scan keeps its elements) by an ElementRecheck: the
+ * executor would hash every element again to build its table.  The
+ * condition must be the recheck's only one, with the scan key's array.
+ */
+static void
+replace_recheck(IndexScanState *iss, EState *estate)
+{
+	IndexScan  *plan = (IndexScan *) iss->ss.ps.plan;
+	ScalarArrayOpExpr *probed;
+	ScalarArrayOpExpr *rechecked;
+	ElementRecheck *recheck;
+	ExprState  *state;
+	MemoryContext oldcontext;
+
+	if (IndexRelationGetNumberOfKeyAttributes(iss->iss_RelationDesc) != 1 ||
+		iss->iss_NumScanKeys != 1 || iss->iss_NumRuntimeKeys != 0 ||
+		!(iss->iss_ScanKeys[0].sk_flags & PMHASH_SK_RECHECK_HASHED) ||
+		list_length(plan->indexqual) != 1 || list_length(plan->indexqualorig) != 1 ||
+		!IsA(linitial(plan->indexqualorig), ScalarArrayOpExpr))
+		return;
+	probed = linitial_node(ScalarArrayOpExpr, plan->indexqual);
+	rechecked = linitial_node(ScalarArrayOpExpr, plan->indexqualorig);
+	if (!rechecked->useOr || rechecked->opno != probed->opno ||
+		rechecked->inputcollid != probed->inputcollid ||
+		!equal(lsecond(rechecked->args), lsecond(probed->args)))
+		return;
+	oldcontext = MemoryContextSwitchTo(estate->es_query_cxt);
+	recheck = palloc(sizeof(ElementRecheck));
+	recheck->iss = iss;
+	recheck->value = ExecInitExpr(linitial(rechecked->args), &iss->ss.ps);
+	recheck->executor = iss->indexqualorig;
+	state = makeNode(ExprState);
+	state->flags = EEO_FLAG_IS_QUAL;
+	state->expr = (Expr *) rechecked;
+	state->parent = &iss->ss.ps;
+	state->evalfunc = recheck_by_elements;
+	state->evalfunc_private = recheck;
+	iss->indexqualorig = state;
+	MemoryContextSwitchTo(oldcontext);
+}
+
+/*
+ * Flag the hashed array keys of every pmhash scan under a plan node, and
+ * have plain scans recheck them by their own elements.
+ */
 static bool
 flag_scans(PlanState *ps, void *context)
 {
@@ -80,8 +171,9 @@ flag_scans(PlanState *ps, void *context)
 	{
 		IndexScanState *iss = (IndexScanState *) ps;
 
-		flag_keys(iss->iss_RelationDesc, ((IndexScan *) ps->plan)->indexqual,
-				  iss->iss_ScanKeys, iss->iss_NumScanKeys);
+		if (flag_keys(iss->iss_RelationDesc, ((IndexScan *) ps->plan)->indexqual,
+					  iss->iss_ScanKeys, iss->iss_NumScanKeys))
+			replace_recheck(iss, (EState *) context);
 	}
 	else if (IsA(ps, BitmapIndexScanState))
 	{
@@ -108,7 +200,7 @@ pmhash_recheck_executor_start(QueryDesc *queryDesc, int eflags)
 		standard_ExecutorStart(queryDesc, eflags);
 
 	if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY))
-		flag_scans(queryDesc->planstate, NULL);
+		flag_scans(queryDesc->planstate, queryDesc->estate);
 }
 
 /* Install the ExecutorStart hook. */

@@ -21,10 +21,13 @@
  * an MVCC scan whose only condition is an array with such a recheck
  * compares each candidate's key itself: it reads the key of the tuple its
  * snapshot sees (the one the executor would return and recheck), hashes
- * it, finds the elements of that code by binary search among the elements
- * sorted by code, and keeps the TID only if one is equal by the condition's
+ * it, finds the elements of that code among the elements sorted by code
+ * (an ElementSet: a table indexed by the codes' top bits says where each
+ * value starts), and keeps the TID only if one is equal by the condition's
  * operator.  The rows it returns then need no recheck.  A condition whose
- * recheck is hashed (pmrecheck.c flags its key) is left to the executor.
+ * recheck is hashed (pmrecheck.c flags its key) is left to the executor;
+ * a plain scan keeps its ElementSet, and pmrecheck.c has the executor
+ * recheck the rows by it instead of hashing every element again.
  *
  * The executor does that recheck, but PostgreSQL 15's logical replication
  * apply worker (RelationFindReplTupleByIndex) takes the first tuple an
@@ -59,6 +62,21 @@
 
 #include "pmhash.h"
 
+/*
+ * The elements of an array condition, sorted by hash code, with where each
+ * value of the codes' top bits starts among them (about one element per
+ * value): a row's key is compared with the elements of its code only.
+ */
+typedef struct ElementSet
+{
+	PmhashArrayElement *elements;	/* NULL: no set */
+	int			n;
+	int			bits;			/* the top bits of a code that index start */
+	int		   *start;			/* per value of those bits, the first
+								 * element whose code has it or more; n at
+								 * the end */
+} ElementSet;
+
 typedef struct PmhScanOpaqueData
 {
 	ItemPointer tids;
@@ -78,6 +96,10 @@ typedef struct PmhScanOpaqueData
 	PmhashKilled killed;		/* of its TIDs, those found dead to everyone */
 	int			prefetched;		/* last TID whose heap page was prefetched */
 	BlockNumber prefetched_block;	/* and that page */
+	ElementSet	kept;			/* a hashed constant array's elements, for
+								 * the executor's recheck (pmrecheck.c) */
+	ArrayType  *kept_array;		/* the detoasted copy they point into, or
+								 * NULL if they point into the key's datum */
 } PmhScanOpaqueData;
 
 typedef PmhScanOpaqueData *PmhScanOpaque;
@@ -117,6 +139,72 @@ remove_killed(IndexScanDesc scan)
 		pmhash_remove_killed(scan->indexRelation, scan->heapRelation, &so->killed);
 }
 
+/* Make an element set of n elements sorted by hash code, which it takes. */
+static void
+element_set_make(ElementSet *set, PmhashArrayElement *elements, int n)
+{
+	int			next = 0;
+
+	set->elements = elements;
+	set->n = n;
+	set->bits = 1;
+	while (set->bits < 20 && (1 << set->bits) < n)
+		set->bits++;
+	set->start = palloc(((1 << set->bits) + 1) * sizeof(int));
+	for (int b = 0; b <= (1 << set->bits); b++)
+	{
+		while (next < n && (elements[next].hash >> (32 - set->bits)) < (uint32) b)
+			next++;
+		set->start[b] = next;
+	}
+}
+
+/* Free an element set's table; its elements too if free_elements. */
+static void
+element_set_free(ElementSet *set, bool free_elements)
+{
+	if (set->elements == NULL)
+		return;
+	if (free_elements)
+		pfree(set->elements);
+	pfree(set->start);
+	set->elements = NULL;
+}
+
+/*
+ * Whether value, a key of the index's one column, equals an element of
+ * set by the scan's array condition's operator.  Only elements of value's
+ * hash code can: equal values hash alike in a hash operator family.
+ */
+static bool
+element_set_contains(IndexScanDesc scan, const ElementSet *set, Datum value)
+{
+	ScanKey		key = &scan->keyData[0];
+	uint32		hash = pmhash_hash_key(scan->indexRelation, &value, NULL);
+	uint32		top = hash >> (32 - set->bits);
+
+	for (int i = set->start[top]; i < set->start[top + 1]; i++)
+	{
+		if (set->elements[i].hash == hash &&
+			DatumGetBool(FunctionCall2Coll(&key->sk_func, key->sk_collation,
+										   value, set->elements[i].value)))
+			return true;
+	}
+	return false;
+}
+
+/* Free the elements a plain scan kept for the executor's recheck, if any. */
+static void
+release_kept_elements(IndexScanDesc scan)
+{
+	PmhScanOpaque so = (PmhScanOpaque) scan->opaque;
+
+	element_set_free(&so->kept, true);
+	if (so->kept_array != NULL)
+		pfree(so->kept_array);
+	so->kept_array = NULL;
+}
+
 /* amrescan */
 void
 pmhashrescan(IndexScanDesc scan, ScanKey keys, int nkeys pg_attribute_unused(),
@@ -125,6 +213,7 @@ pmhashrescan(IndexScanDesc scan, ScanKey keys, int nkeys pg_attribute_unused(),
 	PmhScanOpaque so = (PmhScanOpaque) scan->opaque;
 
 	remove_killed(scan);
+	release_kept_elements(scan);
 	if (keys && scan->numberOfKeys > 0)
 		memmove(scan->keyData, keys, scan->numberOfKeys * sizeof(ScanKeyData));
 	so->searched = false;
@@ -278,38 +367,18 @@ prefetch_heap(IndexScanDesc scan, Relation heap, int last)
 
 /*
  * Whether the key of the tuple at tid that the scan's snapshot sees equals
- * one of the n elements (sorted by hash code) by the condition's operator;
- * for an index of one column.
+ * an element of set by the condition's operator; for an index of one
+ * column.
  */
 static bool
-key_in_elements(IndexScanDesc scan, ItemPointer tid, const PmhashArrayElement *elements, int n)
+key_in_elements(IndexScanDesc scan, ItemPointer tid, const ElementSet *set)
 {
 	PmhScanOpaque so = (PmhScanOpaque) scan->opaque;
-	ScanKey		key = &scan->keyData[0];
 	Datum		row_key[INDEX_MAX_KEYS];
-	uint32		hash;
-	int			lo = 0;
-	int			hi = n;
 
 	if (!pmhash_key_read(&so->reader, tid, scan->xs_snapshot, row_key, NULL))
 		return false;
-	hash = pmhash_hash_key(scan->indexRelation, row_key, NULL);
-	while (lo < hi)
-	{
-		int			mid = lo + (hi - lo) / 2;
-
-		if (elements[mid].hash < hash)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	for (; lo < n && elements[lo].hash == hash; lo++)
-	{
-		if (DatumGetBool(FunctionCall2Coll(&key->sk_func, key->sk_collation,
-										   row_key[0], elements[lo].value)))
-			return true;
-	}
-	return false;
+	return element_set_contains(scan, set, row_key[0]);
 }
 
 /*
@@ -317,19 +386,22 @@ key_in_elements(IndexScanDesc scan, ItemPointer tid, const PmhashArrayElement *e
  * scan exact.
  */
 static void
-filter_by_elements(IndexScanDesc scan, const PmhashArrayElement *elements, int n)
+filter_by_elements(IndexScanDesc scan, PmhashArrayElement *elements, int n)
 {
 	PmhScanOpaque so = (PmhScanOpaque) scan->opaque;
+	ElementSet	set;
 	int			kept = 0;
 
+	element_set_make(&set, elements, n);
 	begin_reading_keys(scan);
 	for (int i = 0; i < so->ntids; i++)
 	{
 		prefetch_heap(scan, keys_heap(scan), i + PREFETCH_DISTANCE);
-		if (key_in_elements(scan, &so->tids[i], elements, n))
+		if (key_in_elements(scan, &so->tids[i], &set))
 			so->tids[kept++] = so->tids[i];
 	}
 	pmhash_key_reader_release(&so->reader);
+	element_set_free(&set, false);
 	so->ntids = kept;
 	so->exact = true;
 	/* the executor's fetches prefetch the kept TIDs' pages again */
@@ -516,6 +588,7 @@ search(IndexScanDesc scan, bool ordered)
 	memset(arrays, 0, nkeys * sizeof(ArrayType *));
 	memset(elements, 0, nkeys * sizeof(PmhashArrayElement *));
 	memset(nelements, 0, nkeys * sizeof(int));
+	release_kept_elements(scan);
 	so->searched = true;
 	so->exact = false;
 	so->can_kill = false;
@@ -590,6 +663,16 @@ search(IndexScanDesc scan, bool ordered)
 		so->ntids = pmhash_sort_unique_tids(so->tids, so->ntids);
 	if (exact && so->ntids > 0)
 		filter_by_elements(scan, elements[0], nelements[0]);
+	if (ordered && arrays[0] != NULL && nkeys == 1 && scan->numberOfKeys == 1 &&
+		(probed[0]->sk_flags & PMHASH_SK_RECHECK_HASHED))
+	{
+		/* the executor's recheck compares the rows with them (pmrecheck.c) */
+		element_set_make(&so->kept, elements[0], nelements[0]);
+		if ((Pointer) arrays[0] != DatumGetPointer(probed[0]->sk_argument))
+			so->kept_array = arrays[0];
+		elements[0] = NULL;
+		arrays[0] = NULL;
+	}
 	if (codes && codes != &one_code)
 		pfree(codes);
 	for (int col = 0; col < nkeys; col++)
@@ -678,6 +761,34 @@ pmhashgetbitmap(IndexScanDesc scan, TIDBitmap *tbm)
 	return so->ntids;
 }
 
+/*
+ * Whether the scan's last probe kept the elements of its array condition
+ * for the executor's recheck: a plain scan of a one-column index whose
+ * only condition is a hashed constant array (PMHASH_SK_RECHECK_HASHED).
+ */
+bool
+pmhash_scan_kept_elements(IndexScanDesc scan)
+{
+	PmhScanOpaque so = (PmhScanOpaque) scan->opaque;
+
+	return so->kept.elements != NULL;
+}
+
+/*
+ * Whether value, the indexed value of a row, equals an element of the
+ * array the scan kept (pmhash_scan_kept_elements must be true): the
+ * recheck of the scan's condition, by the elements it hashed and sorted
+ * already.
+ */
+bool
+pmhash_scan_array_contains(IndexScanDesc scan, Datum value)
+{
+	PmhScanOpaque so = (PmhScanOpaque) scan->opaque;
+
+	Assert(so->kept.elements != NULL);
+	return element_set_contains(scan, &so->kept, value);
+}
+
 /* amendscan */
 void
 pmhashendscan(IndexScanDesc scan)
@@ -685,6 +796,7 @@ pmhashendscan(IndexScanDesc scan)
 	PmhScanOpaque so = (PmhScanOpaque) scan->opaque;
 
 	remove_killed(scan);
+	release_kept_elements(scan);
 	if (so->killed.tids)
 		pfree(so->killed.tids);
 	if (so->reading_keys)
