@@ -13,6 +13,7 @@ OBJS = \
 	src/pmcost.o \
 	src/pmdirectory.o \
 	src/pmdurable.o \
+	src/pmelements.o \
 	src/pmfault.o \
 	src/pmfilename.o \
 	src/pmfuncs.o \

@@ -438,7 +438,7 @@ extern bool pmhash_insert_unique(Relation index, Relation heap, IndexInfo *info,
 /* pmupsert.c */
 extern void pmhash_upsert_init(void);
 
-/* pmsort.c */
+/* pmelements.c and pmsort.c: array elements */
 
 /* An element of a "= ANY(array)" condition, with its hash code. */
 typedef struct PmhashArrayElement
@@ -447,6 +447,28 @@ typedef struct PmhashArrayElement
 	Datum		value;
 } PmhashArrayElement;
 
+/*
+ * The elements of an array condition, sorted by hash code, with where each
+ * value of the codes' top bits starts among them (about one element per
+ * value): a row's key is compared with the elements of its code only.
+ */
+typedef struct PmhashElementSet
+{
+	PmhashArrayElement *elements;	/* NULL: no set */
+	int			n;
+	int			bits;			/* the top bits of a code that index start */
+	int		   *start;			/* per value of those bits, the first
+								 * element whose code has it or more; n at
+								 * the end */
+} PmhashElementSet;
+
+/* pmelements.c */
+extern void pmhash_element_set_make(PmhashElementSet *set, PmhashArrayElement *elements, int n);
+extern void pmhash_element_set_free(PmhashElementSet *set, bool free_elements);
+extern bool pmhash_element_set_contains(Relation index, ScanKey key, const PmhashElementSet *set,
+										Datum value);
+
+/* pmsort.c */
 extern void pmhash_sort_elements(PmhashArrayElement *elements, int n);
 extern void pmhash_sort_codes(uint32 *codes, size_t n);
 extern int	pmhash_sort_unique_tids(ItemPointer tids, int n);

@@ -22,11 +22,11 @@
  * compares each candidate's key itself: it reads the key of the tuple its
  * snapshot sees (the one the executor would return and recheck), hashes
  * it, finds the elements of that code among the elements sorted by code
- * (an ElementSet: a table indexed by the codes' top bits says where each
+ * (an element set, pmelements.c: a table indexed by the codes' top bits says where each
  * value starts), and keeps the TID only if one is equal by the condition's
  * operator.  The rows it returns then need no recheck.  A condition whose
  * recheck is hashed (pmrecheck.c flags its key) is left to the executor;
- * a plain scan keeps its ElementSet, and pmrecheck.c has the executor
+ * a plain scan keeps its element set, and pmrecheck.c has the executor
  * recheck the rows by it instead of hashing every element again.
  *
  * The executor does that recheck, but PostgreSQL 15's logical replication
@@ -62,21 +62,6 @@
 
 #include "pmhash.h"
 
-/*
- * The elements of an array condition, sorted by hash code, with where each
- * value of the codes' top bits starts among them (about one element per
- * value): a row's key is compared with the elements of its code only.
- */
-typedef struct ElementSet
-{
-	PmhashArrayElement *elements;	/* NULL: no set */
-	int			n;
-	int			bits;			/* the top bits of a code that index start */
-	int		   *start;			/* per value of those bits, the first
-								 * element whose code has it or more; n at
-								 * the end */
-} ElementSet;
-
 typedef struct PmhScanOpaqueData
 {
 	ItemPointer tids;
@@ -96,7 +81,7 @@ typedef struct PmhScanOpaqueData
 	PmhashKilled killed;		/* of its TIDs, those found dead to everyone */
 	int			prefetched;		/* last TID whose heap page was prefetched */
 	BlockNumber prefetched_block;	/* and that page */
-	ElementSet	kept;			/* a hashed constant array's elements, for
+	PmhashElementSet kept;		/* a hashed constant array's elements, for
 								 * the executor's recheck (pmrecheck.c) */
 	ArrayType  *kept_array;		/* the detoasted copy they point into, or
 								 * NULL if they point into the key's datum */
@@ -139,67 +124,13 @@ remove_killed(IndexScanDesc scan)
 		pmhash_remove_killed(scan->indexRelation, scan->heapRelation, &so->killed);
 }
 
-/* Make an element set of n elements sorted by hash code, which it takes. */
-static void
-element_set_make(ElementSet *set, PmhashArrayElement *elements, int n)
-{
-	int			next = 0;
-
-	set->elements = elements;
-	set->n = n;
-	set->bits = 1;
-	while (set->bits < 20 && (1 << set->bits) < n)
-		set->bits++;
-	set->start = palloc(((1 << set->bits) + 1) * sizeof(int));
-	for (int b = 0; b <= (1 << set->bits); b++)
-	{
-		while (next < n && (elements[next].hash >> (32 - set->bits)) < (uint32) b)
-			next++;
-		set->start[b] = next;
-	}
-}
-
-/* Free an element set's table; its elements too if free_elements. */
-static void
-element_set_free(ElementSet *set, bool free_elements)
-{
-	if (set->elements == NULL)
-		return;
-	if (free_elements)
-		pfree(set->elements);
-	pfree(set->start);
-	set->elements = NULL;
-}
-
-/*
- * Whether value, a key of the index's one column, equals an element of
- * set by the scan's array condition's operator.  Only elements of value's
- * hash code can: equal values hash alike in a hash operator family.
- */
-static bool
-element_set_contains(IndexScanDesc scan, const ElementSet *set, Datum value)
-{
-	ScanKey		key = &scan->keyData[0];
-	uint32		hash = pmhash_hash_key(scan->indexRelation, &value, NULL);
-	uint32		top = hash >> (32 - set->bits);
-
-	for (int i = set->start[top]; i < set->start[top + 1]; i++)
-	{
-		if (set->elements[i].hash == hash &&
-			DatumGetBool(FunctionCall2Coll(&key->sk_func, key->sk_collation,
-										   value, set->elements[i].value)))
-			return true;
-	}
-	return false;
-}
-
 /* Free the elements a plain scan kept for the executor's recheck, if any. */
 static void
 release_kept_elements(IndexScanDesc scan)
 {
 	PmhScanOpaque so = (PmhScanOpaque) scan->opaque;
 
-	element_set_free(&so->kept, true);
+	pmhash_element_set_free(&so->kept, true);
 	if (so->kept_array != NULL)
 		pfree(so->kept_array);
 	so->kept_array = NULL;
@@ -371,14 +302,14 @@ prefetch_heap(IndexScanDesc scan, Relation heap, int last)
  * column.
  */
 static bool
-key_in_elements(IndexScanDesc scan, ItemPointer tid, const ElementSet *set)
+key_in_elements(IndexScanDesc scan, ItemPointer tid, const PmhashElementSet *set)
 {
 	PmhScanOpaque so = (PmhScanOpaque) scan->opaque;
 	Datum		row_key[INDEX_MAX_KEYS];
 
 	if (!pmhash_key_read(&so->reader, tid, scan->xs_snapshot, row_key, NULL))
 		return false;
-	return element_set_contains(scan, set, row_key[0]);
+	return pmhash_element_set_contains(scan->indexRelation, &scan->keyData[0], set, row_key[0]);
 }
 
 /*
@@ -389,10 +320,10 @@ static void
 filter_by_elements(IndexScanDesc scan, PmhashArrayElement *elements, int n)
 {
 	PmhScanOpaque so = (PmhScanOpaque) scan->opaque;
-	ElementSet	set;
+	PmhashElementSet set;
 	int			kept = 0;
 
-	element_set_make(&set, elements, n);
+	pmhash_element_set_make(&set, elements, n);
 	begin_reading_keys(scan);
 	for (int i = 0; i < so->ntids; i++)
 	{
@@ -401,7 +332,7 @@ filter_by_elements(IndexScanDesc scan, PmhashArrayElement *elements, int n)
 			so->tids[kept++] = so->tids[i];
 	}
 	pmhash_key_reader_release(&so->reader);
-	element_set_free(&set, false);
+	pmhash_element_set_free(&set, false);
 	so->ntids = kept;
 	so->exact = true;
 	/* the executor's fetches prefetch the kept TIDs' pages again */
@@ -667,7 +598,7 @@ search(IndexScanDesc scan, bool ordered)
 		(probed[0]->sk_flags & PMHASH_SK_RECHECK_HASHED))
 	{
 		/* the executor's recheck compares the rows with them (pmrecheck.c) */
-		element_set_make(&so->kept, elements[0], nelements[0]);
+		pmhash_element_set_make(&so->kept, elements[0], nelements[0]);
 		if ((Pointer) arrays[0] != DatumGetPointer(probed[0]->sk_argument))
 			so->kept_array = arrays[0];
 		elements[0] = NULL;
@@ -786,7 +717,7 @@ pmhash_scan_array_contains(IndexScanDesc scan, Datum value)
 	PmhScanOpaque so = (PmhScanOpaque) scan->opaque;
 
 	Assert(so->kept.elements != NULL);
-	return element_set_contains(scan, &so->kept, value);
+	return pmhash_element_set_contains(scan->indexRelation, &scan->keyData[0], &so->kept, value);
 }
 
 /* amendscan */
