@@ -5,7 +5,7 @@
 -- generic plan (as ORMs send it).  With sequential scans off, the planner
 -- picks an index scan or a bitmap scan (hash, without amsearcharray, only
 -- the latter).  Checks the results against a hash join; one untimed run,
--- then the best of three timed runs of each; RESULT lines in ms.
+-- then the best of ten timed runs of each; RESULT lines in ms.
 \ir any_keys.sql
 SELECT count(*) AS want_n, coalesce(sum(t.id), 0) AS want_s
 FROM t_:ds t WHERE t.k IN (SELECT unnest(:'arr'::text:::keytype[])) \gset
