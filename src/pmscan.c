@@ -59,7 +59,6 @@
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
-#include "utils/spccache.h"
 
 #include "pmhash.h"
 
@@ -82,9 +81,6 @@ typedef struct PmhScanOpaqueData
 	PmhashKilled killed;		/* of its TIDs, those found dead to everyone */
 	int			prefetched;		/* last TID whose heap page was prefetched */
 	BlockNumber prefetched_block;	/* and that page */
-	bool		prefetching;	/* the heap's tablespace allows prefetches */
-	int			buffered_run;	/* prefetched pages in a row found in shared
-								 * buffers, over the scan's probes */
 	PmhashElementSet kept;		/* a hashed constant array's elements, for
 								 * the executor's recheck (pmrecheck.c) */
 	ArrayType  *kept_array;		/* the detoasted copy they point into, or
@@ -98,13 +94,6 @@ typedef PmhScanOpaqueData *PmhScanOpaque;
 
 /* TIDs ahead of the one returned whose heap pages a plain scan prefetches */
 #define PREFETCH_DISTANCE	16
-
-/*
- * After this many prefetched pages in a row were in shared buffers, a scan
- * looks up only one page in PREFETCH_SAMPLE, until one is not there.
- */
-#define PREFETCH_BUFFERED_RUN	16
-#define PREFETCH_SAMPLE		16
 
 /* ambeginscan */
 IndexScanDesc
@@ -272,21 +261,16 @@ keys_heap(IndexScanDesc scan)
 
 /*
  * Prefetch the pages of heap of the scan's TIDs up to position last, which
- * a forward scan of several TIDs returns (or reads the keys of) next.  A
- * page not in shared buffers is read ahead (PrefetchBuffer); one in shared
- * buffers has its buffer header, page header and the TID's line pointer
- * brought into the CPU cache, which the executor's fetch of the row reads.
- * While pages keep being in shared buffers, most are not looked up: the
- * executor's fetch looks each up again, and the lookups cost more than the
- * CPU cache saves.
+ * a forward scan of several TIDs returns (or reads the keys of) next.  A page in shared buffers has its
+ * buffer header, page header and the TID's line pointer brought into the
+ * CPU cache, which the executor's fetch of the row reads; one that is not
+ * is read ahead (PrefetchBuffer).
  */
 static void
 prefetch_heap(IndexScanDesc scan, Relation heap, int last)
 {
 	PmhScanOpaque so = (PmhScanOpaque) scan->opaque;
 
-	if (!so->prefetching)
-		return;
 	last = Min(last, so->ntids - 1);
 	while (so->prefetched < last)
 	{
@@ -297,10 +281,7 @@ prefetch_heap(IndexScanDesc scan, Relation heap, int last)
 		if (block == so->prefetched_block)
 			continue;
 		so->prefetched_block = block;
-		if (so->buffered_run >= PREFETCH_BUFFERED_RUN && block % PREFETCH_SAMPLE != 0)
-			continue;
 		result = PrefetchBuffer(heap, MAIN_FORKNUM, block);
-		so->buffered_run = BufferIsValid(result.recent_buffer) ? so->buffered_run + 1 : 0;
 		if (BufferIsValid(result.recent_buffer))
 		{
 			Page		page = BufferGetPage(result.recent_buffer);
@@ -611,9 +592,6 @@ search(IndexScanDesc scan, bool ordered)
 	}
 	if (ordered)
 		so->ntids = pmhash_sort_unique_tids(so->tids, so->ntids);
-	/* effective_io_concurrency 0 asks for no prefetches, as a bitmap scan's */
-	so->prefetching = so->ntids > 1 && keys_heap(scan) != NULL &&
-		get_tablespace_io_concurrency(keys_heap(scan)->rd_rel->reltablespace) > 0;
 	if (exact && so->ntids > 0)
 		filter_by_elements(scan, elements[0], nelements[0]);
 	if (ordered && arrays[0] != NULL && nkeys == 1 && scan->numberOfKeys == 1 &&
