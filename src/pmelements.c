@@ -28,7 +28,6 @@ pmhash_element_set_make(PmhashElementSet *set, PmhashArrayElement *elements, int
 	int			next = 0;
 
 	set->elements = elements;
-	set->n = n;
 	set->bits = 1;
 	while (set->bits < 20 && (1 << set->bits) < n)
 		set->bits++;

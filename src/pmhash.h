@@ -455,7 +455,6 @@ typedef struct PmhashArrayElement
 typedef struct PmhashElementSet
 {
 	PmhashArrayElement *elements;	/* NULL: no set */
-	int			n;
 	int			bits;			/* the top bits of a code that index start */
 	int		   *start;			/* per value of those bits, the first
 								 * element whose code has it or more; n at
