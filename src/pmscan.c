@@ -261,10 +261,12 @@ keys_heap(IndexScanDesc scan)
 
 /*
  * Prefetch the pages of heap of the scan's TIDs up to position last, which
- * a forward scan of several TIDs returns (or reads the keys of) next.  A page in shared buffers has its
- * buffer header, page header and the TID's line pointer brought into the
- * CPU cache, which the executor's fetch of the row reads; one that is not
- * is read ahead (PrefetchBuffer).
+ * a forward scan returns (or reads the keys of) next.  A page in shared
+ * buffers has its buffer header, page header and the TID's line pointer
+ * brought into the CPU cache, which the executor's fetch of the row reads;
+ * one that is not is read ahead (PrefetchBuffer).  Even a scan of one TID
+ * gains: the three loads overlap, where the fetch would wait on each in
+ * turn.
  */
 static void
 prefetch_heap(IndexScanDesc scan, Relation heap, int last)
@@ -668,7 +670,7 @@ pmhashgettuple(IndexScanDesc scan, ScanDirection dir)
 
 		if (so->compare_keys && !so->exact && !key_matches(scan, tid))
 			continue;
-		if (step > 0 && so->ntids > 1 && scan->heapRelation != NULL)
+		if (step > 0 && scan->heapRelation != NULL)
 			prefetch_heap(scan, scan->heapRelation, so->pos + PREFETCH_DISTANCE);
 		scan->xs_heaptid = *tid;
 		scan->xs_recheck = !so->exact;
