@@ -15,7 +15,8 @@
 #   AM level: equality probes through the index AM API (pmhash_bench_probe);
 #   pgbench select-only and TPC-B-like runs on a copy of the pgbench tables
 #     per AM with pgbench_accounts.aid indexed by the AM (select-only also
-#     timed in the server by pg_stat_statements), at each scale,
+#     timed in the server: the mean by pg_stat_statements, the median by
+#     test/bench/am/bench_exec_time.c), at each scale,
 #     client count and shared_buffers setting (the cluster restarted with
 #     each; PostgreSQL's default 128MB is smaller than both scales' tables,
 #     2GB holds them).  A 1-client run has pgbench and its backend share one
@@ -81,6 +82,8 @@ SQL=$BENCH/sql
 OUT=$BENCH/out
 RAW=$OUT/raw.csv
 META=$OUT/meta.txt
+# the text every select-only statement starts with, pgbench's and the bound's
+SELECT_ONLY_PREFIX="SELECT abalance FROM pgbench_accounts WHERE"
 AMS="pmhash hash btree"
 if [ -n "${QUICK:-}" ]; then
 	DATASETS=${DATASETS:-"i1m t1m"}
@@ -283,17 +286,20 @@ create_pgbench_set() {
 # One pgbench run of data set $1 on the tables of AM $2: mode $3 (select;
 # prepared, i.e. select-only with prepared statements; or tpcb), $4 clients;
 # records its tps as metric <mode>_c<clients>; for select-only, the
-# statement's mean execution time in the server (pg_stat_statements, reset
-# before the run: no parsing, planning or client round trip; on "tid", the
-# fetch by TID with no index) as <mode>_exec_c<clients>, in microseconds;
-# and for TPC-B-like the WAL bytes per transaction as tpcb_wal_c<clients>.  With one client, pgbench
+# statement's execution time in the server (no parsing, planning or client
+# round trip; on "tid", the fetch by TID with no index), reset before the
+# run, in microseconds: its mean (pg_stat_statements) as
+# <mode>_exec_c<clients> and its median (the histogram of
+# test/bench/am/bench_exec_time.c, which counts the same executions) as
+# <mode>_median_c<clients>; and for TPC-B-like the WAL bytes per
+# transaction as tpcb_wal_c<clients>.  With one client, pgbench
 # and its backend (forked by the postmaster, so pinned with it) run on the
 # last CPU: on a virtual machine, waking an idle CPU at each of the
 # client-server round trips costs more than the transaction itself (about
 # 7000 tps unpinned against 20000-28000 pinned on the 2-core VM), whatever
 # the index.
 pgbench_one() {
-	local ds=$1 am=$2 mode=$3 clients=$4 log tps opt="" pin="" postmaster cpu lsn txns wal exec
+	local ds=$1 am=$2 mode=$3 clients=$4 log tps opt="" pin="" postmaster cpu lsn txns wal exec median
 	log=$OUT/pgbench-$ds-$am-$mode-c$clients-rep$REP.log
 	case $am/$mode in
 		tid/select) opt="-f $SQL/pgb_select_by_tid.sql $TID_VARS" ;;
@@ -311,7 +317,8 @@ pgbench_one() {
 	if [ "$mode" = tpcb ]; then
 		lsn=$(bpsql -c "SELECT pg_current_wal_insert_lsn()") || die "no WAL position"
 	else
-		bpsql -c "SELECT pg_stat_statements_reset()" >/dev/null || die "pg_stat_statements_reset failed"
+		bpsql -c "SELECT pg_stat_statements_reset(), pmhash_bench_exec_time_reset()" >/dev/null ||
+			die "resetting the execution times failed"
 	fi
 	# shellcheck disable=SC2086
 	in_set "$am" $pin "$PG_BIN/pgbench" -n $opt -c "$clients" -j "$clients" -T "$PGBENCH_SECONDS" \
@@ -332,11 +339,17 @@ pgbench_one() {
 	else
 		exec=$(bpsql -c "SELECT round((sum(total_exec_time) / sum(calls) * 1000)::numeric, 3)
 			FROM pg_stat_statements
-			WHERE query LIKE 'SELECT abalance FROM pgbench_accounts WHERE %'") ||
+			WHERE query LIKE '$SELECT_ONLY_PREFIX %'") ||
 			die "no execution time from pg_stat_statements"
 		[ -n "$exec" ] || die "pg_stat_statements has no select-only statement"
+		median=$(bpsql -c "SELECT quantile_us[1] FROM pmhash_bench_exec_times('{0.5}')
+			WHERE calls = (SELECT sum(calls) FROM pg_stat_statements
+				WHERE query LIKE '$SELECT_ONLY_PREFIX %')") ||
+			die "no execution-time histogram"
+		[ -n "$median" ] || die "the execution-time histogram and pg_stat_statements disagree, or the median is 100 us or more"
 		echo "pgbench,$ds,$am,${mode}_exec_c$clients,$REP,$exec" >>"$RAW"
-		printf ' execution=%s us' "$exec"
+		echo "pgbench,$ds,$am,${mode}_median_c$clients,$REP,$median" >>"$RAW"
+		printf ' execution: mean %s us, median %s us' "$exec" "$median"
 	fi
 	echo
 }
@@ -418,7 +431,8 @@ start_bench_cluster() {
 		"maintenance_work_mem = 1GB" \
 		"jit = off" \
 		"log_checkpoints = on" \
-		"shared_preload_libraries = 'pmhash, pg_stat_statements'" ||
+		"shared_preload_libraries = 'pmhash, pg_stat_statements, pmhash_bench'" \
+		"pmhash_bench.exec_time_prefix = '$SELECT_ONLY_PREFIX'" ||
 		die "the cluster did not start (see $WORK/server.log)"
 	psql -XAtq -v ON_ERROR_STOP=1 -c "CREATE DATABASE bench" || die "CREATE DATABASE failed"
 	bpsql -c "CREATE EXTENSION pg_stat_statements" || die "CREATE EXTENSION pg_stat_statements failed"

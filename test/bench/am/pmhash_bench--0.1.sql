@@ -30,3 +30,20 @@ LANGUAGE C;
 CREATE ACCESS METHOD tidcalc TYPE INDEX HANDLER tidcalc_handler;
 CREATE OPERATOR CLASS tidcalc_int4_ops DEFAULT FOR TYPE int4 USING tidcalc AS
 	OPERATOR 1 = (int4, int4);
+
+-- The execution-time histogram of the statements whose text starts with
+-- pmhash_bench.exec_time_prefix (test/bench/am/bench_exec_time.c; needs
+-- pmhash_bench in shared_preload_libraries): empty it, and read the number
+-- of executions, their mean and the given quantiles, in microseconds (NULL
+-- for a quantile among the executions of 100 us or more).
+CREATE FUNCTION pmhash_bench_exec_time_reset()
+RETURNS void
+AS 'MODULE_PATHNAME'
+LANGUAGE C VOLATILE;
+CREATE FUNCTION pmhash_bench_exec_times(quantiles float8[],
+	OUT calls bigint,
+	OUT mean_us double precision,
+	OUT quantile_us double precision[])
+RETURNS record
+AS 'MODULE_PATHNAME'
+LANGUAGE C STRICT VOLATILE;
