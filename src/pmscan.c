@@ -260,38 +260,67 @@ keys_heap(IndexScanDesc scan)
 }
 
 /*
- * Prefetch the pages of heap of the scan's TIDs up to position last, which
- * a forward scan returns (or reads the keys of) next.  A page in shared
- * buffers has its buffer header, page header and the TID's line pointer
- * brought into the CPU cache, which the executor's fetch of the row reads;
- * one that is not is read ahead (PrefetchBuffer).  Even a scan of one TID
- * gains: the three loads overlap, where the fetch would wait on each in
- * turn.
+ * The shared buffer that holds a block of a heap, or InvalidBuffer, as
+ * PrefetchBuffer finds it but without asking the kernel to read the block
+ * ahead; InvalidBuffer for a heap in local buffers.
+ */
+static Buffer
+buffer_in_pool(Relation heap, BlockNumber block)
+{
+	BufferTag	tag;
+	uint32		hash;
+	LWLock	   *lock;
+	int			buf_id;
+
+	if (RelationUsesLocalBuffers(heap))
+		return InvalidBuffer;
+	INIT_BUFFERTAG(tag, heap->rd_node, MAIN_FORKNUM, block);
+	hash = BufTableHashCode(&tag);
+	lock = BufMappingPartitionLock(hash);
+	LWLockAcquire(lock, LW_SHARED);
+	buf_id = BufTableLookup(&tag, hash);
+	LWLockRelease(lock);
+	return buf_id < 0 ? InvalidBuffer : buf_id + 1;
+}
+
+/*
+ * Prefetch the pages of heap of the scan's TIDs from position now, whose
+ * row is read at once, to PREFETCH_DISTANCE after it, which a forward
+ * scan returns (or reads the keys of) next.  A page in shared buffers has
+ * its buffer header, page header and the TID's line pointer brought into
+ * the CPU cache, which the executor's fetch of the row reads; one that is
+ * not is read ahead (PrefetchBuffer), unless it is the page read at once.
+ * Even a scan of one TID gains: the three loads overlap, where the fetch
+ * would wait on each in turn.
  */
 static void
-prefetch_heap(IndexScanDesc scan, Relation heap, int last)
+prefetch_heap(IndexScanDesc scan, Relation heap, int now)
 {
 	PmhScanOpaque so = (PmhScanOpaque) scan->opaque;
+	int			last = Min(now + PREFETCH_DISTANCE, so->ntids - 1);
 
-	last = Min(last, so->ntids - 1);
 	while (so->prefetched < last)
 	{
 		ItemPointer tid = &so->tids[++so->prefetched];
 		BlockNumber block = ItemPointerGetBlockNumberNoCheck(tid);
-		PrefetchBufferResult result;
+		Buffer		buffer;
 
 		if (block == so->prefetched_block)
 			continue;
 		so->prefetched_block = block;
-		result = PrefetchBuffer(heap, MAIN_FORKNUM, block);
-		if (BufferIsValid(result.recent_buffer))
+		/* a read-ahead request just before the read would only cost a system call */
+		if (so->prefetched == now)
+			buffer = buffer_in_pool(heap, block);
+		else
+			buffer = PrefetchBuffer(heap, MAIN_FORKNUM, block).recent_buffer;
+		if (BufferIsValid(buffer))
 		{
-			Page		page = BufferGetPage(result.recent_buffer);
+			Page		page = BufferGetPage(buffer);
 			OffsetNumber offset = ItemPointerGetOffsetNumberNoCheck(tid);
 
 			/* addresses only: the page is neither pinned nor read here */
 			offset = Max(Min(offset, MaxHeapTuplesPerPage), FirstOffsetNumber);
-			__builtin_prefetch(GetBufferDescriptor(result.recent_buffer - 1), 0, 3);
+			__builtin_prefetch(GetBufferDescriptor(buffer - 1), 0, 3);
 			__builtin_prefetch(page, 0, 3);
 			__builtin_prefetch(PageGetItemId(page, offset), 0, 3);
 		}
@@ -329,7 +358,7 @@ filter_by_elements(IndexScanDesc scan, PmhashArrayElement *elements, int n)
 	begin_reading_keys(scan);
 	for (int i = 0; i < so->ntids; i++)
 	{
-		prefetch_heap(scan, keys_heap(scan), i + PREFETCH_DISTANCE);
+		prefetch_heap(scan, keys_heap(scan), i);
 		if (key_in_elements(scan, &so->tids[i], &set))
 			so->tids[kept++] = so->tids[i];
 	}
@@ -671,7 +700,7 @@ pmhashgettuple(IndexScanDesc scan, ScanDirection dir)
 		if (so->compare_keys && !so->exact && !key_matches(scan, tid))
 			continue;
 		if (step > 0 && scan->heapRelation != NULL)
-			prefetch_heap(scan, scan->heapRelation, so->pos + PREFETCH_DISTANCE);
+			prefetch_heap(scan, scan->heapRelation, so->pos);
 		scan->xs_heaptid = *tid;
 		scan->xs_recheck = !so->exact;
 		return true;
