@@ -15,18 +15,20 @@
  * the commit word without it could show old bytes as an entry
  * (pmh_flush_slot); a slot whose tag shares the commit word's line and
  * whose TID field was blank is not, since recovery clears such a torn slot
- * (pmh_flag_unverified).  Builds fill buckets from their last slot down
- * and inserts take the first free slot, so most inserts land in the first
- * 16 slots, whose tags share that line, and pay one fence.  The access
+ * (pmh_flag_unverified).  Builds fill buckets from their last slot down,
+ * and inserts take the first free slot among the 15 whose tags share that
+ * line and whose TIDs lie within one line (all of slots 0 to 15 but 6)
+ * before any other, so most inserts pay one fence.  The access
  * method fences at commit only, so there a crash may also keep a slot
  * whose tag it lost; recovery flags it unverified like any entry of a
  * unit stamped after the recovery point.
  *
- * An entry goes to the first free slot of its run (the buckets from its
- * home bucket to the first bucket whose overflow bit is clear).  If the run
- * is full, the entry extends it by at most PMH_MAX_PROBE buckets, setting the
- * overflow bit of every full bucket it passes before it commits itself, so
- * a lookup can never stop short of a committed entry.  Deleted slots are
+ * An entry goes to the first bucket of its run with a free slot (the run:
+ * the buckets from its home bucket to the first bucket whose overflow bit
+ * is clear).  If the run is full, the entry extends it by at most
+ * PMH_MAX_PROBE buckets, setting the overflow bit of every full bucket it
+ * passes before it commits itself, so a lookup can never stop short of a
+ * committed entry.  Deleted slots are
  * free at once; overflow bits are cleared only by rebuilding the shard.
  * After a crash, recovery sets again the bits that a crash lost while it
  * kept the entry they lead to.
@@ -189,13 +191,32 @@ scan_run(const PmhSegment *seg, uint32_t code, int want_chain, const Lookout *lo
 	}
 }
 
+/*
+ * Slots whose new entry needs no fence before its commit word when its TID
+ * field is blank (pmh_flush_slot): the tag in the commit word's line (slots
+ * 0 to 15), the TID within one line (all but slots 6 and 17).
+ */
+#define UNFENCED_SLOTS			UINT32_C(0xffbf)
+_Static_assert(offsetof(PmhBucket, tag) == 32 && offsetof(PmhBucket, slot) == 88,
+			   "UNFENCED_SLOTS follows the bucket layout");
+
+/* The free slot an insert takes: the first unfenced one, else the first. */
+static int
+free_slot(uint64_t commit)
+{
+	uint32_t	free_mask = (uint32_t) (~commit & PMH_VALID_MASK);
+	uint32_t	unfenced = free_mask & UNFENCED_SLOTS;
+
+	return __builtin_ctz(unfenced ? unfenced : free_mask);
+}
+
 /* Write an entry into a free slot of a bucket, commit it and seal it. */
 static void
 commit_slot(const PmhSegment *seg, PmhBucket *bucket, uint32_t code, PmhTid tid,
 			uint16_t flags, uint64_t lsn, const PmhPersist *persist)
 {
 	uint64_t	c = bucket->commit;
-	int			i = __builtin_ctzll(~c & PMH_VALID_MASK);
+	int			i = free_slot(c);
 	uint64_t	bit = UINT64_C(1) << i;
 	int			was_blank = pmh_tid_blank(bucket->slot[i]);
 

@@ -268,9 +268,9 @@ image_place(const PmhSegment *seg, uint32_t *cursor, uint32_t code, PmhTid tid,
 		if (valid != PMH_VALID_MASK)
 		{
 			/*
-			 * from the last slot down: inserts take the first free slot,
-			 * and those whose tags share the commit word's line need one
-			 * fence (pmh_flush_slot)
+			 * from the last slot down: inserts take the first free slot
+			 * whose tag shares the commit word's line, and those need
+			 * one fence (pmh_flush_slot)
 			 */
 			int			i = 63 - __builtin_clzll(~valid & PMH_VALID_MASK);
 

@@ -83,6 +83,7 @@ main(void)
 		{"unverified", test_unverified},
 		{"replay", test_replay},
 		{"lost overflow bits", test_lost_overflow_bits},
+		{"unfenced slots", test_unfenced_slots},
 	};
 	const size_t ntests = sizeof(tests) / sizeof(tests[0]);
 	const size_t first_table_test = 5;

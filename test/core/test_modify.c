@@ -78,6 +78,40 @@ segment_contains(const PmhSegment *seg, uint32_t hash, PmhTid tid)
 	return 0;
 }
 
+/*
+ * Inserts into a bucket take the slots that need no fence before their
+ * commit word first (tags in its first line, TIDs within one line): one
+ * drain each until only slots 6 and 16 to 27 are left.
+ */
+void
+test_unfenced_slots(void)
+{
+	MemTable   *mt = memtable_create(0, 64, 1);
+	Model		m = {0};
+	PmhSegment	seg;
+	uint64_t	valid;
+
+	/* the first insert builds a segment of one bucket, filled from its last slot */
+	add(mt, &m, mix(1));
+	for (uint64_t k = 2; k <= 16 && !test_failed; k++)
+	{
+		uint64_t	drains = mt->drains;
+
+		add(mt, &m, mix(k));
+		CHECK(mt->drains == drains + 1, "insert %llu took %llu drains",
+			  (unsigned long long) k, (unsigned long long) (mt->drains - drains));
+	}
+	memtable_segment(mt, 0, &seg);
+	CHECK(seg.nbuckets == 1, "the segment grew to %u buckets", seg.nbuckets);
+	valid = pmh_bucket(&seg, 0)->commit & PMH_VALID_MASK;
+	CHECK(valid == (UINT64_C(0xffbf) | UINT64_C(1) << 27),
+		  "slots taken %#llx, not 0 to 15 but 6, and 27", (unsigned long long) valid);
+	add(mt, &m, mix(17));
+	valid = pmh_bucket(&seg, 0)->commit & PMH_VALID_MASK;
+	CHECK(valid & (UINT64_C(1) << 6), "the 17th entry did not take slot 6");
+	check_and_free(mt, &m);
+}
+
 /* One key with 100,000 rows among others: chains hold them all. */
 void
 test_heavy_duplicates(void)

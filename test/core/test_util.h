@@ -86,6 +86,7 @@ extern void test_deletes(void);
 extern void test_unverified(void);
 extern void test_replay(void);
 extern void test_lost_overflow_bits(void);
+extern void test_unfenced_slots(void);
 
 /* test_crash.c */
 extern void test_crashes(void);
