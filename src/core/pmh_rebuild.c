@@ -268,9 +268,9 @@ image_place(const PmhSegment *seg, uint32_t *cursor, uint32_t code, PmhTid tid,
 		if (valid != PMH_VALID_MASK)
 		{
 			/*
-			 * from the last slot down: inserts take the first free slot
-			 * whose tag shares the commit word's line, and those need
-			 * one fence (pmh_flush_slot)
+			 * from the last slot down: inserts take the free slots of
+			 * the first line first (free_slot in pmh_modify.c), and
+			 * those need one fence (pmh_flush_slot)
 			 */
 			int			i = 63 - __builtin_clzll(~valid & PMH_VALID_MASK);
 
