@@ -49,6 +49,7 @@
 #include "access/relscan.h"
 #include "access/table.h"
 #include "catalog/index.h"
+#include "executor/instrument.h"
 #include "nodes/tidbitmap.h"
 #include "pgstat.h"
 #include "replication/logicalworker.h"
@@ -81,6 +82,7 @@ typedef struct PmhScanOpaqueData
 	PmhashKilled killed;		/* of its TIDs, those found dead to everyone */
 	int			prefetched;		/* last TID whose heap page was prefetched */
 	BlockNumber prefetched_block;	/* and that page */
+	bool		look_up_current;	/* look the page of the TID read at once up */
 	PmhashElementSet kept;		/* a hashed constant array's elements, for
 								 * the executor's recheck (pmrecheck.c) */
 	ArrayType  *kept_array;		/* the detoasted copy they point into, or
@@ -94,6 +96,11 @@ typedef PmhScanOpaqueData *PmhScanOpaque;
 
 /* TIDs ahead of the one returned whose heap pages a plain scan prefetches */
 #define PREFETCH_DISTANCE	16
+
+/* This backend's shared buffer hits and reads as of the last probe */
+static int64 probe_blks_hit = 0;
+static int64 probe_blks_read = 0;
+static bool pool_held_pages = true;
 
 /* ambeginscan */
 IndexScanDesc
@@ -284,14 +291,36 @@ buffer_in_pool(Relation heap, BlockNumber block)
 }
 
 /*
+ * Whether the pages this backend read since its last probe were mostly in
+ * shared buffers already (pgBufferUsage's hits against its reads); with
+ * no reads since, the answer of the last probe stands.  When they were
+ * not, the pool is smaller than what the scans read, and looking the page
+ * of the row read at once up before its fetch mostly finds nothing and
+ * only repeats the fetch's own lookup (src/README, Heap prefetch).
+ */
+static bool
+pool_holds_pages(void)
+{
+	int64		hits = pgBufferUsage.shared_blks_hit - probe_blks_hit;
+	int64		reads = pgBufferUsage.shared_blks_read - probe_blks_read;
+
+	if (hits != reads)
+		pool_held_pages = hits > reads;
+	probe_blks_hit = pgBufferUsage.shared_blks_hit;
+	probe_blks_read = pgBufferUsage.shared_blks_read;
+	return pool_held_pages;
+}
+
+/*
  * Prefetch the pages of heap of the scan's TIDs from position now, whose
  * row is read at once, to PREFETCH_DISTANCE after it, which a forward
  * scan returns (or reads the keys of) next.  A page in shared buffers has
  * its buffer header, page header and the TID's line pointer brought into
  * the CPU cache, which the executor's fetch of the row reads; one that is
- * not is read ahead (PrefetchBuffer), unless it is the page read at once.
- * Even a scan of one TID gains: the three loads overlap, where the fetch
- * would wait on each in turn.
+ * not is read ahead (PrefetchBuffer), unless it is the page read at once,
+ * which is only looked up, and only while the pool has held the pages
+ * read (pool_holds_pages).  Even a scan of one TID gains: the three loads
+ * overlap, where the fetch would wait on each in turn.
  */
 static void
 prefetch_heap(IndexScanDesc scan, Relation heap, int now)
@@ -310,7 +339,11 @@ prefetch_heap(IndexScanDesc scan, Relation heap, int now)
 		so->prefetched_block = block;
 		/* a read-ahead request just before the read would only cost a system call */
 		if (so->prefetched == now)
+		{
+			if (!so->look_up_current)
+				continue;
 			buffer = buffer_in_pool(heap, block);
+		}
 		else
 			buffer = PrefetchBuffer(heap, MAIN_FORKNUM, block).recent_buffer;
 		if (BufferIsValid(buffer))
@@ -558,6 +591,7 @@ search(IndexScanDesc scan, bool ordered)
 	so->pos = -1;
 	so->prefetched = -1;
 	so->prefetched_block = InvalidBlockNumber;
+	so->look_up_current = pool_holds_pages();
 	pgstat_count_index_scan(index);
 	/* "= NULL", "= ANY(NULL)" and "= ANY('{}')" match nothing */
 	for (int i = 0; i < scan->numberOfKeys; i++)
