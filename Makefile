@@ -23,6 +23,7 @@ OBJS = \
 	src/pmmap.o \
 	src/pmmeta.o \
 	src/pmparallel.o \
+	src/pmprefetch.o \
 	src/pmrecheck.o \
 	src/pmrecovery.o \
 	src/pmredo.o \

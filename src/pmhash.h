@@ -475,6 +475,19 @@ extern int	pmhash_sort_unique_tids(ItemPointer tids, int n);
 /* pmrecheck.c */
 extern void pmhash_recheck_init(void);
 
+/* pmprefetch.c: a scan's prefetch of its TIDs' heap pages */
+typedef struct PmhashHeapPrefetch
+{
+	int			prefetched;		/* last TID whose heap page was prefetched */
+	BlockNumber prefetched_block;	/* and that page */
+	bool		look_up_current;	/* look the page of the TID read at once up */
+} PmhashHeapPrefetch;
+
+extern void pmhash_prefetch_begin(PmhashHeapPrefetch *prefetch);
+extern void pmhash_prefetch_restart(PmhashHeapPrefetch *prefetch);
+extern void pmhash_prefetch_heap(PmhashHeapPrefetch *prefetch, Relation heap, ItemPointer tids,
+								 int ntids, int now);
+
 /* pmutility.c */
 extern void pmhash_utility_init(void);
 

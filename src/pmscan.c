@@ -49,11 +49,9 @@
 #include "access/relscan.h"
 #include "access/table.h"
 #include "catalog/index.h"
-#include "executor/instrument.h"
 #include "nodes/tidbitmap.h"
 #include "pgstat.h"
 #include "replication/logicalworker.h"
-#include "storage/buf_internals.h"
 #include "storage/bufmgr.h"
 #include "storage/predicate.h"
 #include "utils/array.h"
@@ -80,9 +78,7 @@ typedef struct PmhScanOpaqueData
 	Relation	heap;			/* opened for a bitmap scan's reader, else NULL */
 	bool		can_kill;		/* an index scan of one code, no unverified TIDs */
 	PmhashKilled killed;		/* of its TIDs, those found dead to everyone */
-	int			prefetched;		/* last TID whose heap page was prefetched */
-	BlockNumber prefetched_block;	/* and that page */
-	bool		look_up_current;	/* look the page of the TID read at once up */
+	PmhashHeapPrefetch prefetch;	/* of the TIDs' heap pages */
 	PmhashElementSet kept;		/* a hashed constant array's elements, for
 								 * the executor's recheck (pmrecheck.c) */
 	ArrayType  *kept_array;		/* the detoasted copy they point into, or
@@ -93,14 +89,6 @@ typedef PmhScanOpaqueData *PmhScanOpaque;
 
 /* Hash codes one scan probes at most; more and it reads the whole index. */
 #define MAX_PROBE_CODES		(1 << 22)
-
-/* TIDs ahead of the one returned whose heap pages a plain scan prefetches */
-#define PREFETCH_DISTANCE	16
-
-/* This backend's shared buffer hits and reads as of the last probe */
-static int64 probe_blks_hit = 0;
-static int64 probe_blks_read = 0;
-static bool pool_held_pages = true;
 
 /* ambeginscan */
 IndexScanDesc
@@ -267,100 +255,6 @@ keys_heap(IndexScanDesc scan)
 }
 
 /*
- * The shared buffer that holds a block of a heap, or InvalidBuffer, as
- * PrefetchBuffer finds it but without asking the kernel to read the block
- * ahead; InvalidBuffer for a heap in local buffers.
- */
-static Buffer
-buffer_in_pool(Relation heap, BlockNumber block)
-{
-	BufferTag	tag;
-	uint32		hash;
-	LWLock	   *lock;
-	int			buf_id;
-
-	if (RelationUsesLocalBuffers(heap))
-		return InvalidBuffer;
-	INIT_BUFFERTAG(tag, heap->rd_node, MAIN_FORKNUM, block);
-	hash = BufTableHashCode(&tag);
-	lock = BufMappingPartitionLock(hash);
-	LWLockAcquire(lock, LW_SHARED);
-	buf_id = BufTableLookup(&tag, hash);
-	LWLockRelease(lock);
-	return buf_id < 0 ? InvalidBuffer : buf_id + 1;
-}
-
-/*
- * Whether the pages this backend read since its last probe were mostly in
- * shared buffers already (pgBufferUsage's hits against its reads); with
- * no reads since, the answer of the last probe stands.  When they were
- * not, the pool is smaller than what the scans read, and looking the page
- * of the row read at once up before its fetch mostly finds nothing and
- * only repeats the fetch's own lookup (src/README, Heap prefetch).
- */
-static bool
-pool_holds_pages(void)
-{
-	int64		hits = pgBufferUsage.shared_blks_hit - probe_blks_hit;
-	int64		reads = pgBufferUsage.shared_blks_read - probe_blks_read;
-
-	if (hits != reads)
-		pool_held_pages = hits > reads;
-	probe_blks_hit = pgBufferUsage.shared_blks_hit;
-	probe_blks_read = pgBufferUsage.shared_blks_read;
-	return pool_held_pages;
-}
-
-/*
- * Prefetch the pages of heap of the scan's TIDs from position now, whose
- * row is read at once, to PREFETCH_DISTANCE after it, which a forward
- * scan returns (or reads the keys of) next.  A page in shared buffers has
- * its buffer header, page header and the TID's line pointer brought into
- * the CPU cache, which the executor's fetch of the row reads; one that is
- * not is read ahead (PrefetchBuffer), unless it is the page read at once,
- * which is only looked up, and only while the pool has held the pages
- * read (pool_holds_pages).  Even a scan of one TID gains: the three loads
- * overlap, where the fetch would wait on each in turn.
- */
-static void
-prefetch_heap(IndexScanDesc scan, Relation heap, int now)
-{
-	PmhScanOpaque so = (PmhScanOpaque) scan->opaque;
-	int			last = Min(now + PREFETCH_DISTANCE, so->ntids - 1);
-
-	while (so->prefetched < last)
-	{
-		ItemPointer tid = &so->tids[++so->prefetched];
-		BlockNumber block = ItemPointerGetBlockNumberNoCheck(tid);
-		Buffer		buffer;
-
-		if (block == so->prefetched_block)
-			continue;
-		so->prefetched_block = block;
-		/* a read-ahead request just before the read would only cost a system call */
-		if (so->prefetched == now)
-		{
-			if (!so->look_up_current)
-				continue;
-			buffer = buffer_in_pool(heap, block);
-		}
-		else
-			buffer = PrefetchBuffer(heap, MAIN_FORKNUM, block).recent_buffer;
-		if (BufferIsValid(buffer))
-		{
-			Page		page = BufferGetPage(buffer);
-			OffsetNumber offset = ItemPointerGetOffsetNumberNoCheck(tid);
-
-			/* addresses only: the page is neither pinned nor read here */
-			offset = Max(Min(offset, MaxHeapTuplesPerPage), FirstOffsetNumber);
-			__builtin_prefetch(GetBufferDescriptor(buffer - 1), 0, 3);
-			__builtin_prefetch(page, 0, 3);
-			__builtin_prefetch(PageGetItemId(page, offset), 0, 3);
-		}
-	}
-}
-
-/*
  * Whether the key of the tuple at tid that the scan's snapshot sees equals
  * an element of set by the condition's operator; for an index of one
  * column.
@@ -391,7 +285,7 @@ filter_by_elements(IndexScanDesc scan, PmhashArrayElement *elements, int n)
 	begin_reading_keys(scan);
 	for (int i = 0; i < so->ntids; i++)
 	{
-		prefetch_heap(scan, keys_heap(scan), i);
+		pmhash_prefetch_heap(&so->prefetch, keys_heap(scan), so->tids, so->ntids, i);
 		if (key_in_elements(scan, &so->tids[i], &set))
 			so->tids[kept++] = so->tids[i];
 	}
@@ -400,8 +294,7 @@ filter_by_elements(IndexScanDesc scan, PmhashArrayElement *elements, int n)
 	so->ntids = kept;
 	so->exact = true;
 	/* the executor's fetches prefetch the kept TIDs' pages again */
-	so->prefetched = -1;
-	so->prefetched_block = InvalidBlockNumber;
+	pmhash_prefetch_restart(&so->prefetch);
 }
 
 /*
@@ -589,9 +482,7 @@ search(IndexScanDesc scan, bool ordered)
 	so->can_kill = false;
 	so->ntids = 0;
 	so->pos = -1;
-	so->prefetched = -1;
-	so->prefetched_block = InvalidBlockNumber;
-	so->look_up_current = pool_holds_pages();
+	pmhash_prefetch_begin(&so->prefetch);
 	pgstat_count_index_scan(index);
 	/* "= NULL", "= ANY(NULL)" and "= ANY('{}')" match nothing */
 	for (int i = 0; i < scan->numberOfKeys; i++)
@@ -734,7 +625,7 @@ pmhashgettuple(IndexScanDesc scan, ScanDirection dir)
 		if (so->compare_keys && !so->exact && !key_matches(scan, tid))
 			continue;
 		if (step > 0 && scan->heapRelation != NULL)
-			prefetch_heap(scan, scan->heapRelation, so->pos);
+			pmhash_prefetch_heap(&so->prefetch, scan->heapRelation, so->tids, so->ntids, so->pos);
 		scan->xs_heaptid = *tid;
 		scan->xs_recheck = !so->exact;
 		return true;
