@@ -66,21 +66,27 @@ tid_order(const ItemPointerData *tid)
 /*
  * Sort n 64-bit numbers by their bits from 'from' up, in 8-bit passes of a
  * least-significant-digit radix sort (stable) through the scratch array;
- * a pass whose digit is the same in every number is skipped.  Returns the
- * array that holds the result, numbers or scratch.
+ * a digit that is the same in every number (the high bytes of TIDs, say)
+ * is found by one pass over them and gets no pass of its own, whose count
+ * would add one to the same counter n times in a row.  Returns the array
+ * that holds the result, numbers or scratch.
  */
 static uint64 *
 radix_sort(uint64 *numbers, uint64 *scratch, int n, int from)
 {
+	uint64		varying = 0;
+
+	for (int i = 1; i < n; i++)
+		varying |= numbers[i] ^ numbers[0];
 	for (int shift = from; shift < 64; shift += 8)
 	{
 		int			start[257] = {0};
 		uint64	   *swap;
 
+		if (((varying >> shift) & 0xFF) == 0)
+			continue;
 		for (int i = 0; i < n; i++)
 			start[((numbers[i] >> shift) & 0xFF) + 1]++;
-		if (start[((numbers[0] >> shift) & 0xFF) + 1] == n)
-			continue;
 		for (int b = 0; b < 256; b++)
 			start[b + 1] += start[b];
 		for (int i = 0; i < n; i++)
