@@ -57,7 +57,7 @@ else
 fi
 stop_demo
 start_cluster "$DEMO" pmem
-echo "export PGHOST=$PGHOST PGPORT=$PGPORT PGUSER=$PGUSER PGDATA_DIR=$PGDATA_DIR" > "$DEMO/env"
+save_cluster_env "$DEMO/env"
 
 psql -X -q -v ON_ERROR_STOP=1 -v rows="$ROWS" -v inserts="$INSERTS" <<'SQL'
 CREATE EXTENSION pmhash;

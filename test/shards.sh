@@ -65,8 +65,7 @@ coordinator_sql="CREATE EXTENSION postgres_fdw;
 CREATE TABLE demo (k int8 NOT NULL, v text NOT NULL) PARTITION BY HASH (k);"
 for ((i = 0; i < N; i++)); do
 	start_cluster "$SHARDS_DIR/shard$i" msync
-	echo "export PGHOST=$PGHOST PGPORT=$PGPORT PGUSER=$PGUSER PGDATA_DIR=$PGDATA_DIR" \
-		>"$SHARDS_DIR/shard$i/env"
+	save_cluster_env "$SHARDS_DIR/shard$i/env"
 	psql -X -q -v ON_ERROR_STOP=1 <<'SQL'
 CREATE EXTENSION pmhash;
 CREATE TABLE demo (k int8 NOT NULL, v text NOT NULL);
@@ -81,8 +80,7 @@ CREATE FOREIGN TABLE demo_$i PARTITION OF demo FOR VALUES WITH (MODULUS $N, REMA
 done
 
 start_cluster "$SHARDS_DIR/coordinator" msync
-echo "export PGHOST=$PGHOST PGPORT=$PGPORT PGUSER=$PGUSER PGDATA_DIR=$PGDATA_DIR" \
-	>"$SHARDS_DIR/coordinator/env"
+save_cluster_env "$SHARDS_DIR/coordinator/env"
 echo "== $N shard servers; inserting $ROWS rows through the coordinator"
 psql -X -q -v ON_ERROR_STOP=1 <<SQL
 $coordinator_sql

@@ -77,7 +77,8 @@ free_port() {
 	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
 
-# Start a throwaway cluster.  Sets PGDATA_DIR, PGHOST, PGPORT, PGUSER.
+# Start a throwaway cluster.  Sets PGDATA_DIR, PGHOST, PGPORT, PGUSER and
+# CLUSTER_SHM (the /dev/shm directory it made, if any).
 #   $1: directory to create it in; $2: "pmem" (file directory on /dev/shm,
 #   PMEM_IS_PMEM_FORCE=1) or "msync" (files inside the data directory on the
 #   ordinary disk); further arguments: extra postgresql.conf lines.
@@ -88,12 +89,17 @@ start_cluster() {
 	chmod 755 "$base"
 	as_root chown "$(pg_user)" "$base"
 	PGDATA_DIR=$base/data
+	CLUSTER_SHM=""
 	as_root rm -rf "$PGDATA_DIR"
 	PGPORT=$(free_port)
 	PGHOST=$base
 	PGUSER=$(pg_user)
 	export PGHOST PGPORT PGUSER PGDATABASE=postgres
 	as_pg initdb -D "$PGDATA_DIR" -A trust --no-sync >/dev/null
+	if [ "$mode" = pmem ]; then
+		CLUSTER_SHM=$(mktemp -d /dev/shm/pmhash-XXXXXX)
+		as_root chown "$(pg_user)" "$CLUSTER_SHM"
+	fi
 	{
 		echo "port = $PGPORT"
 		echo "listen_addresses = ''"
@@ -104,16 +110,17 @@ start_cluster() {
 		echo "max_prepared_transactions = 4"
 		echo "fsync = on"
 		echo "synchronous_commit = on"
-		if [ "$mode" = pmem ]; then
-			local shm
-			shm=$(mktemp -d /dev/shm/pmhash-XXXXXX)
-			as_root chown "$(pg_user)" "$shm"
-			echo "pmhash.directory = '$shm'"
-		fi
+		[ -z "$CLUSTER_SHM" ] || echo "pmhash.directory = '$CLUSTER_SHM'"
 		for line in "$@"; do echo "$line"; done
 	} | as_pg tee -a "$PGDATA_DIR/postgresql.conf" >/dev/null
 	if [ "$mode" = pmem ]; then export PMEM_IS_PMEM_FORCE=1; else export PMEM_IS_PMEM_FORCE=0; fi
 	as_pg pg_ctl -D "$PGDATA_DIR" -l "$base/server.log" -w start >/dev/null
+}
+
+# Write to file $1 the variables that let a later process reach and stop the
+# cluster of the last start_cluster (source it, then psql or stop_cluster).
+save_cluster_env() {
+	echo "export PGHOST=$PGHOST PGPORT=$PGPORT PGUSER=$PGUSER PGDATA_DIR=$PGDATA_DIR CLUSTER_SHM=$CLUSTER_SHM" >"$1"
 }
 
 # The pmhash.directory of the running cluster, as an absolute path.
@@ -125,8 +132,8 @@ pmhash_dir() {
 
 # Stop a cluster started by start_cluster and remove its files.
 stop_cluster() {
-	local dir
-	dir=$(psql -XAtc "SHOW pmhash.directory" 2>/dev/null || true)
 	as_pg pg_ctl -D "$PGDATA_DIR" -m fast -w stop >/dev/null 2>&1 || true
-	case "$dir" in /dev/shm/pmhash-*) as_root rm -rf "$dir" ;; esac
+	# made by start_cluster, even when an extra line chose another directory
+	[ -z "${CLUSTER_SHM:-}" ] || as_root rm -rf "$CLUSTER_SHM"
+	CLUSTER_SHM=""
 }
