@@ -480,7 +480,8 @@ typedef struct PmhashHeapPrefetch
 {
 	int			prefetched;		/* last TID whose heap page was prefetched */
 	BlockNumber prefetched_block;	/* and that page */
-	bool		look_up_current;	/* look the page of the TID read at once up */
+	bool		pool_holds_pages;	/* the pages read lately were in shared
+									 * buffers (pool_holds_pages()) */
 } PmhashHeapPrefetch;
 
 extern void pmhash_prefetch_begin(PmhashHeapPrefetch *prefetch);
