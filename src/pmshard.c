@@ -321,8 +321,12 @@ lookup_one(Relation index, PmhashLocal *ix, uint32 hash, TidCollector *c)
 
 /*
  * Look up m hash codes without locks in one batch, whose cache misses the
- * core overlaps.  Keys whose lookup met a changing bucket, or whose shard
- * is not published, are looked up again with their shard locked.
+ * core overlaps.  Codes of one shard that come one after another (sorted
+ * codes do) share one read of its mirror: every segment of the batch is
+ * read before any bucket, so codes looked up in the segment one read found
+ * are looked up as if each had read it at that moment (src/README,
+ * Readers).  Keys whose lookup met a changing bucket, or whose shard is not
+ * published, are looked up again with their shard locked.
  */
 static void
 lookup_batch(Relation index, PmhashLocal *ix, const uint32 *hashes, int m, TidCollector *c)
@@ -338,7 +342,9 @@ lookup_batch(Relation index, PmhashLocal *ix, const uint32 *hashes, int m, TidCo
 	Assert(m <= LOOKUP_BATCH);
 	for (int k = 0; k < m; k++)
 	{
-		if (!segment_unlocked(index, ix, hashes[k], &segs[nfound]))
+		if (nfound > 0 && pmh_shard_of(hashes[k], ix->table.shard_bits) == segs[nfound - 1].shard)
+			segs[nfound] = segs[nfound - 1];
+		else if (!segment_unlocked(index, ix, hashes[k], &segs[nfound]))
 		{
 			retry[nretry++] = hashes[k];
 			continue;

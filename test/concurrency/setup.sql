@@ -9,7 +9,7 @@
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS pmhash;
 DROP TABLE IF EXISTS conc_rows;
-DROP FUNCTION IF EXISTS conc_new_key(), conc_t(int8), conc_random_id(), conc_check(text, int8);
+DROP FUNCTION IF EXISTS conc_new_key(), conc_t(int8), conc_random_id(), conc_check(text, int8, int);
 
 -- a key as the workload draws it: 0 is the heavy key, NULL is not indexed
 CREATE FUNCTION conc_new_key() RETURNS int8 LANGUAGE sql VOLATILE AS $$
@@ -40,11 +40,17 @@ $$;
 
 -- Within one snapshot (the caller's REPEATABLE READ transaction), the rows
 -- with col = conc_t(v) or col = v found by an index scan, a bitmap scan and
--- a seqscan must be the same; raises an error naming the difference.
-CREATE FUNCTION conc_check(col text, v int8) RETURNS void LANGUAGE plpgsql AS $$
+-- a seqscan must be the same; raises an error naming the difference.  With
+-- width > 0 the condition is col = ANY of the width keys from v on instead
+-- (conc_t of them for t), whose codes the scans look up in batches.
+CREATE FUNCTION conc_check(col text, v int8, width int DEFAULT 0) RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
-	q text := format('SELECT array_agg(id ORDER BY id) FROM conc_rows WHERE %I = %s',
-					 col, CASE col WHEN 't' THEN 'conc_t($1)' ELSE '$1' END);
+	keys int8[] := ARRAY(SELECT generate_series(v, v + width - 1));
+	tkeys text[] := ARRAY(SELECT conc_t(x) FROM unnest(keys) x);
+	q text := format('SELECT array_agg(id ORDER BY id) FROM conc_rows WHERE %I = %s', col,
+					 CASE WHEN width > 0 AND col = 't' THEN 'ANY($3)'
+						  WHEN width > 0 THEN 'ANY($2)'
+						  WHEN col = 't' THEN 'conc_t($1)' ELSE '$1' END);
 	by_index int8[];
 	by_bitmap int8[];
 	by_seq int8[];
@@ -52,16 +58,16 @@ BEGIN
 	PERFORM set_config('enable_seqscan', 'off', true);
 	PERFORM set_config('enable_bitmapscan', 'off', true);
 	PERFORM set_config('enable_indexscan', 'on', true);
-	EXECUTE q INTO by_index USING v;
+	EXECUTE q INTO by_index USING v, keys, tkeys;
 	PERFORM set_config('enable_indexscan', 'off', true);
 	PERFORM set_config('enable_bitmapscan', 'on', true);
-	EXECUTE q INTO by_bitmap USING v;
+	EXECUTE q INTO by_bitmap USING v, keys, tkeys;
 	PERFORM set_config('enable_bitmapscan', 'off', true);
 	PERFORM set_config('enable_seqscan', 'on', true);
-	EXECUTE q INTO by_seq USING v;
+	EXECUTE q INTO by_seq USING v, keys, tkeys;
 	IF by_index IS DISTINCT FROM by_seq OR by_bitmap IS DISTINCT FROM by_seq THEN
-		RAISE EXCEPTION 'conc_check: % = % (key %) differs: index scan %, bitmap scan %, seqscan %',
-			col, CASE col WHEN 't' THEN conc_t(v)::text ELSE v::text END, v,
+		RAISE EXCEPTION 'conc_check: % = % (key %, width %) differs: index scan %, bitmap scan %, seqscan %',
+			col, CASE col WHEN 't' THEN conc_t(v)::text ELSE v::text END, v, width,
 			by_index, by_bitmap, by_seq;
 	END IF;
 END $$;

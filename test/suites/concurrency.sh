@@ -102,7 +102,7 @@ tap_result $? "no ERROR, WARNING, FATAL, PANIC, TRAP or crash in the server log"
 [ -n "$errors" ] && echo "$errors" | head -30 | sed 's/^/# /'
 
 if [ "$TAP_FAILED" = 0 ]; then
-	sql "DROP TABLE conc_rows; DROP FUNCTION conc_new_key(), conc_t(int8), conc_random_id(), conc_check(text, int8)"
+	sql "DROP TABLE conc_rows; DROP FUNCTION conc_new_key(), conc_t(int8), conc_random_id(), conc_check(text, int8, int)"
 fi
 echo "# $TAP_N checks, $TAP_FAILED failed"
 [ "$TAP_FAILED" = 0 ]
