@@ -148,13 +148,14 @@ pmhashrescan(IndexScanDesc scan, ScanKey keys, int nkeys pg_attribute_unused(),
 }
 
 /*
- * Hash of value, a scan key's argument or an element of its array, by the
- * operator class of the key's column.  A cross-type value (an int4
+ * The hash function of a scan key's values (its argument, or the elements
+ * of its array) by the operator class of the key's column, and in
+ * *collation the collation to call it with.  A cross-type value (an int4
  * compared with an int8 column, say) is hashed with its own type's
  * function from the operator family, which hashes equal values alike.
  */
-static uint32
-key_hash(IndexScanDesc scan, ScanKey key, Datum value)
+static FmgrInfo *
+key_hash_function(IndexScanDesc scan, ScanKey key, Oid *collation)
 {
 	PmhScanOpaque so = (PmhScanOpaque) scan->opaque;
 	Relation	index = scan->indexRelation;
@@ -162,8 +163,10 @@ key_hash(IndexScanDesc scan, ScanKey key, Datum value)
 	Oid			subtype = key->sk_subtype;
 
 	if (!OidIsValid(subtype) || subtype == index->rd_opcintype[col])
-		return DatumGetUInt32(FunctionCall1Coll(index_getprocinfo(index, col + 1, 1),
-												index->rd_indcollation[col], value));
+	{
+		*collation = index->rd_indcollation[col];
+		return index_getprocinfo(index, col + 1, 1);
+	}
 	if (so->cross_type[col] != subtype)
 	{
 		Oid			proc = get_opfamily_proc(index->rd_opfamily[col], subtype, subtype, 1);
@@ -174,7 +177,18 @@ key_hash(IndexScanDesc scan, ScanKey key, Datum value)
 		fmgr_info(proc, &so->cross_proc[col]);
 		so->cross_type[col] = subtype;
 	}
-	return DatumGetUInt32(FunctionCall1Coll(&so->cross_proc[col], key->sk_collation, value));
+	*collation = key->sk_collation;
+	return &so->cross_proc[col];
+}
+
+/* Hash of a scan key's argument (key_hash_function). */
+static uint32
+key_hash(IndexScanDesc scan, ScanKey key)
+{
+	Oid			collation;
+	FmgrInfo   *function = key_hash_function(scan, key, &collation);
+
+	return DatumGetUInt32(FunctionCall1Coll(function, collation, key->sk_argument));
 }
 
 /*
@@ -192,16 +206,19 @@ array_elements(IndexScanDesc scan, ScanKey key, ArrayType *array, PmhashArrayEle
 	bool	   *nulls;
 	int			nvalues;
 	int			n = 0;
+	FmgrInfo   *function;
+	Oid			collation;
 
 	get_typlenbyvalalign(ARR_ELEMTYPE(array), &typlen, &typbyval, &typalign);
 	deconstruct_array(array, ARR_ELEMTYPE(array), typlen, typbyval, typalign,
 					  &values, &nulls, &nvalues);
 	*elements = palloc(Max(nvalues, 1) * sizeof(PmhashArrayElement));
+	function = key_hash_function(scan, key, &collation);
 	for (int i = 0; i < nvalues; i++)
 	{
 		if (nulls[i])
 			continue;
-		(*elements)[n].hash = key_hash(scan, key, values[i]);
+		(*elements)[n].hash = DatumGetUInt32(FunctionCall1Coll(function, collation, values[i]));
 		(*elements)[n].value = values[i];
 		n++;
 	}
@@ -412,7 +429,7 @@ probe_codes(IndexScanDesc scan, ScanKey *probed, uint32 **codes, ArrayType **arr
 			}
 		}
 		else
-			hashes[nhashes++] = key_hash(scan, key, key->sk_argument);
+			hashes[nhashes++] = key_hash(scan, key);
 		if ((uint64) n * nhashes > MAX_PROBE_CODES)
 			n = -1;
 		else
@@ -513,7 +530,7 @@ search(IndexScanDesc scan, bool ordered)
 	if (nkeys == 1 && every_column && !(probed[0]->sk_flags & SK_SEARCHARRAY))
 	{
 		/* the common probe of one key: nothing to combine or allocate */
-		one_code = key_hash(scan, probed[0], probed[0]->sk_argument);
+		one_code = key_hash(scan, probed[0]);
 		codes = &one_code;
 		ncodes = 1;
 	}
