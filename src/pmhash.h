@@ -480,8 +480,7 @@ typedef struct PmhashHeapPrefetch
 {
 	int			prefetched;		/* last TID whose heap page was prefetched */
 	BlockNumber prefetched_block;	/* and that page */
-	bool		pool_holds_pages;	/* the pages read lately were in shared
-									 * buffers (pool_holds_pages()) */
+	bool		look_up_current;	/* look the page of the TID read at once up */
 } PmhashHeapPrefetch;
 
 extern void pmhash_prefetch_begin(PmhashHeapPrefetch *prefetch);

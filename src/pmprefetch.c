@@ -56,28 +56,6 @@ buffer_in_pool(Relation heap, BlockNumber block)
 }
 
 /*
- * Bring the buffer header, page header and line pointer of tid's heap
- * page into the CPU cache if the page is in shared buffers; addresses
- * only: the page is neither pinned nor read here.
- */
-static void
-prefetch_lines(Relation heap, ItemPointer tid)
-{
-	Buffer		buffer = buffer_in_pool(heap, ItemPointerGetBlockNumberNoCheck(tid));
-	Page		page;
-	OffsetNumber offset;
-
-	if (!BufferIsValid(buffer))
-		return;
-	page = BufferGetPage(buffer);
-	offset = ItemPointerGetOffsetNumberNoCheck(tid);
-	offset = Max(Min(offset, MaxHeapTuplesPerPage), FirstOffsetNumber);
-	__builtin_prefetch(GetBufferDescriptor(buffer - 1), 0, 3);
-	__builtin_prefetch(page, 0, 3);
-	__builtin_prefetch(PageGetItemId(page, offset), 0, 3);
-}
-
-/*
  * Whether the pages this backend read since its last probe were mostly in
  * shared buffers already (pgBufferUsage's hits against its reads); with
  * no reads since, the answer of the last probe stands.  When they were
@@ -103,7 +81,7 @@ void
 pmhash_prefetch_begin(PmhashHeapPrefetch *prefetch)
 {
 	pmhash_prefetch_restart(prefetch);
-	prefetch->pool_holds_pages = pool_holds_pages();
+	prefetch->look_up_current = pool_holds_pages();
 }
 
 /* Prefetch the same probe's TIDs again from the first, as if none had been. */
@@ -115,41 +93,50 @@ pmhash_prefetch_restart(PmhashHeapPrefetch *prefetch)
 }
 
 /*
- * Prefetch the heap pages of the TIDs a forward scan returns (or reads the
- * keys of) from tids[now] on, of ntids, the row of tids[now] being read at
- * once.  While the pool holds the pages read (pool_holds_pages), a probe of
- * one TID looks its page up in shared buffers and has the buffer header,
- * page header and the TID's line pointer brought into the CPU cache, which
- * the executor's fetch reads: the three loads overlap, where the fetch
- * would wait on each in turn.  A probe of several TIDs does nothing then:
- * the lookup of each page ahead costs about what the fetch saves by it.
- * While the pool does not hold them, the pages of the PREFETCH_DISTANCE
- * TIDs after tids[now] are read ahead (PrefetchBuffer); not tids[now]'s,
- * whose read-ahead request just before the read would only cost a system
- * call.
+ * Prefetch the pages of heap of the TIDs tids[now] to PREFETCH_DISTANCE
+ * after it (of ntids), whose first row is read at once and whose others a
+ * forward scan returns (or reads the keys of) next.  A page in shared
+ * buffers has its buffer header, page header and the TID's line pointer
+ * brought into the CPU cache, which the executor's fetch of the row
+ * reads; one that is not is read ahead (PrefetchBuffer), unless it is the
+ * page read at once, which is only looked up, and only while the pool has
+ * held the pages read (pool_holds_pages).  Even a scan of one TID gains:
+ * the three loads overlap, where the fetch would wait on each in turn.
  */
 void
 pmhash_prefetch_heap(PmhashHeapPrefetch *prefetch, Relation heap, ItemPointer tids, int ntids,
 					 int now)
 {
-	if (prefetch->pool_holds_pages)
-	{
-		if (ntids == 1 && prefetch->prefetched < 0)
-		{
-			prefetch->prefetched = 0;
-			prefetch_lines(heap, &tids[0]);
-		}
-		return;
-	}
-	prefetch->prefetched = Max(prefetch->prefetched, now);
-	while (prefetch->prefetched < Min(now + PREFETCH_DISTANCE, ntids - 1))
-	{
-		BlockNumber block;
+	int			last = Min(now + PREFETCH_DISTANCE, ntids - 1);
 
-		prefetch->prefetched++;
-		block = ItemPointerGetBlockNumberNoCheck(&tids[prefetch->prefetched]);
-		if (block != prefetch->prefetched_block)
-			(void) PrefetchBuffer(heap, MAIN_FORKNUM, block);
+	while (prefetch->prefetched < last)
+	{
+		ItemPointer tid = &tids[++prefetch->prefetched];
+		BlockNumber block = ItemPointerGetBlockNumberNoCheck(tid);
+		Buffer		buffer;
+
+		if (block == prefetch->prefetched_block)
+			continue;
 		prefetch->prefetched_block = block;
+		/* a read-ahead request just before the read would only cost a system call */
+		if (prefetch->prefetched == now)
+		{
+			if (!prefetch->look_up_current)
+				continue;
+			buffer = buffer_in_pool(heap, block);
+		}
+		else
+			buffer = PrefetchBuffer(heap, MAIN_FORKNUM, block).recent_buffer;
+		if (BufferIsValid(buffer))
+		{
+			Page		page = BufferGetPage(buffer);
+			OffsetNumber offset = ItemPointerGetOffsetNumberNoCheck(tid);
+
+			/* addresses only: the page is neither pinned nor read here */
+			offset = Max(Min(offset, MaxHeapTuplesPerPage), FirstOffsetNumber);
+			__builtin_prefetch(GetBufferDescriptor(buffer - 1), 0, 3);
+			__builtin_prefetch(page, 0, 3);
+			__builtin_prefetch(PageGetItemId(page, offset), 0, 3);
+		}
 	}
 }
