@@ -21,23 +21,29 @@
 
 #include "pmhash.h"
 
-/* Make an element set of n elements sorted by hash code, which it takes. */
+/*
+ * Make an element set of n elements sorted by hash code, which it takes.
+ * The table is built by counting the elements of each value of the top
+ * bits and summing the counts, which takes no branch per element or value.
+ */
 void
 pmhash_element_set_make(PmhashElementSet *set, PmhashArrayElement *elements, int n)
 {
-	int			next = 0;
+	int			bits = 1;
+	int			values;
+	int		   *start;
 
+	while (bits < 20 && (1 << bits) < n)
+		bits++;
+	values = 1 << bits;
+	start = palloc0((values + 1) * sizeof(int));
+	for (int i = 0; i < n; i++)
+		start[(elements[i].hash >> (32 - bits)) + 1]++;
+	for (int b = 0; b < values; b++)
+		start[b + 1] += start[b];
 	set->elements = elements;
-	set->bits = 1;
-	while (set->bits < 20 && (1 << set->bits) < n)
-		set->bits++;
-	set->start = palloc(((1 << set->bits) + 1) * sizeof(int));
-	for (int b = 0; b <= (1 << set->bits); b++)
-	{
-		while (next < n && (elements[next].hash >> (32 - set->bits)) < (uint32) b)
-			next++;
-		set->start[b] = next;
-	}
+	set->bits = bits;
+	set->start = start;
 }
 
 /* Free an element set's table; its elements too if free_elements. */
