@@ -6,8 +6,8 @@
 # PMHASH_CONCURRENCY_SECONDS seconds (default 120) 8 pgbench clients with the
 # weighted scripts of test/concurrency/ (insert batches, deletes, updates,
 # index and bitmap probes, same-snapshot scan comparisons of one key and of
-# a 150-key "= ANY" array) while a second
-# pgbench with one client runs VACUUM and pmhash_verify every few seconds.
+# a 150-key "= ANY" array) while a second pgbench with one client runs
+# VACUUM and pmhash_verify every few seconds.
 # Afterwards, for every distinct key of each column and some absent ones,
 # the rows found by an index scan and by a bitmap scan must equal those of a
 # seqscan; pmhash_verify and pmhash_stats must count the non-null keys after
