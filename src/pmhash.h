@@ -322,7 +322,9 @@ extern void pmhash_create_file(const PmhashFileKey *key, const char *path, uint3
 							FullTransactionId creator);
 extern void pmhash_create_for_redo(const RelFileNode *node, uint64 generation, uint32 shard_bits,
 								uint32 state, FullTransactionId creator);
-extern bool pmhash_copy_file(const RelFileNode *from, const RelFileNode *to);
+extern bool pmhash_copy_file(const RelFileNode *from, const RelFileNode *to, bool logged);
+extern bool pmhash_copy_data_for_redo(const RelFileNode *node, uint64 file_size, uint64 offset,
+									  const char *data, uint32 size, uint32 flags);
 extern void pmhash_create_placeholder(const RelFileNode *node);
 extern bool pmhash_read_file_header(const char *path, PmhFileHeader *hdr);
 extern void pmhash_set_file_state(const char *path, uint64 set_bits);
@@ -405,7 +407,7 @@ extern XLogRecPtr pmhash_log_rebuild(const RelFileNode *node, uint32 shard, doub
 extern XLogRecPtr pmhash_log_delete(const RelFileNode *node, uint32 shard, PmhashRemoval removal,
 								 TransactionId conflict_horizon, PmhEntry *entries,
 								 uint64 count);
-extern XLogRecPtr pmhash_log_copy(const RelFileNode *from, const RelFileNode *to);
+extern void pmhash_log_copy(const RelFileNode *to, const char *base, uint64 size);
 extern int	pmhash_entry_tid_cmp(const void *a, const void *b);
 
 /* pmredo.c */

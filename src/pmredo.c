@@ -291,14 +291,37 @@ redo_built(XLogReaderState *record)
 	pmhash_leave();
 }
 
-/* Replay the copy of an index file to a new relfilenode. */
+/*
+ * Replay a COPY of pmhash 0.2, which named the source alone: the source as
+ * of the record is gone, so the copy is rebuilt from its table.
+ */
 static void
 redo_copy(XLogReaderState *record)
 {
 	xl_pmhash_copy *xlrec = (xl_pmhash_copy *) XLogRecGetData(record);
 
-	if (!pmhash_copy_file(&xlrec->from, &xlrec->to))
-		note_unapplied(&xlrec->to);
+	note_unapplied(&xlrec->to);
+}
+
+/* Replay a part of a file copied to a new relfilenode, as it was copied. */
+static void
+redo_copy_data(XLogReaderState *record)
+{
+	xl_pmhash_copy_data *xlrec = (xl_pmhash_copy_data *) XLogRecGetData(record);
+
+	if (XLogRecGetDataLen(record) != sizeof(xl_pmhash_copy_data) + (uint64) xlrec->size ||
+		xlrec->offset > xlrec->file_size || xlrec->size > xlrec->file_size - xlrec->offset)
+	{
+		ereport(LOG,
+				(errmsg("pmhash: malformed WAL record at %X/%X",
+						LSN_FORMAT_ARGS(record->ReadRecPtr))));
+		note_unapplied(&xlrec->node);
+		return;
+	}
+	if (!pmhash_copy_data_for_redo(&xlrec->node, xlrec->file_size, xlrec->offset,
+								   (char *) xlrec + sizeof(xl_pmhash_copy_data),
+								   xlrec->size, xlrec->flags))
+		note_unapplied(&xlrec->node);
 }
 
 /* rm_redo */
@@ -325,6 +348,9 @@ pmhash_redo(XLogReaderState *record)
 			break;
 		case XLOG_PMHASH_COPY:
 			redo_copy(record);
+			break;
+		case XLOG_PMHASH_COPY_DATA:
+			redo_copy_data(record);
 			break;
 		case XLOG_PMHASH_BUILT:
 			redo_built(record);
@@ -393,6 +419,17 @@ pmhash_desc(StringInfo buf, XLogReaderState *record)
 								 xlrec->to.spcNode, xlrec->to.dbNode, xlrec->to.relNode);
 				break;
 			}
+		case XLOG_PMHASH_COPY_DATA:
+			{
+				xl_pmhash_copy_data *xlrec = (xl_pmhash_copy_data *) data;
+
+				appendStringInfo(buf, "rel %u/%u/%u; bytes %u at " UINT64_FORMAT " of " UINT64_FORMAT "%s%s",
+								 xlrec->node.spcNode, xlrec->node.dbNode, xlrec->node.relNode,
+								 xlrec->size, xlrec->offset, xlrec->file_size,
+								 (xlrec->flags & XLOG_PMHASH_COPY_FIRST) ? "; first" : "",
+								 (xlrec->flags & XLOG_PMHASH_COPY_LAST) ? "; last" : "");
+				break;
+			}
 		case XLOG_PMHASH_BUILT:
 			{
 				xl_pmhash_built *xlrec = (xl_pmhash_built *) data;
@@ -426,6 +463,8 @@ pmhash_identify(uint8 info)
 			return "KILL";
 		case XLOG_PMHASH_DELETE_EXACT:
 			return "DELETE_EXACT";
+		case XLOG_PMHASH_COPY_DATA:
+			return "COPY_DATA";
 	}
 	return NULL;
 }

@@ -31,6 +31,7 @@
 #include "storage/smgr.h"
 
 #include "pmhash.h"
+#include "pmxlog.h"
 
 #define INITIAL_SPARE_UNITS		64		/* room after the descriptors at creation */
 
@@ -109,10 +110,12 @@ pmhash_create_for_redo(const RelFileNode *node, uint64 generation, uint32 shard_
 /*
  * Copy the file of an index that core moved to a new relfilenode (ALTER
  * INDEX SET TABLESPACE, CREATE DATABASE from a template), rewriting the
- * identity in its header.  False if the source cannot be read.
+ * identity in its header; if logged, log the copy's whole content, which
+ * replay writes as it was (the source may have changed by then).  False if
+ * the source cannot be read.
  */
 bool
-pmhash_copy_file(const RelFileNode *from, const RelFileNode *to)
+pmhash_copy_file(const RelFileNode *from, const RelFileNode *to, bool logged)
 {
 	PmhashFileKey	src_key;
 	PmhashFileKey	dst_key;
@@ -159,12 +162,72 @@ pmhash_copy_file(const RelFileNode *from, const RelFileNode *to)
 	hdr->db_oid = to->dbNode;
 	hdr->rel_node = to->relNode;
 	hdr->checksum = pmh_header_checksum(hdr);
+	/* the copy holds no replayed change that a later sync would clear */
+	hdr->state &= ~PMH_STATE_REDO_DIRTY;
+	if (logged)
+		pmhash_log_copy(to, dst_base, dst_len);
 	pmhash_shadow_forget(dst);
 	pmhash_persist_range(dst_base, dst_len, dst_pmem, dst);
 	pmem_unmap(dst_base, dst_len);
 	pmem_unmap(src_base, src_len);
 	fsync_fname(pmhash_directory, true);
 	return true;
+}
+
+/*
+ * Replay of COPY_DATA: write size bytes of a copied file at offset; the
+ * first part creates the file anew, file_size long and zeroed, the last
+ * makes it durable.  False (logged) if the file cannot be written.
+ */
+bool
+pmhash_copy_data_for_redo(const RelFileNode *node, uint64 file_size, uint64 offset,
+						  const char *data, uint32 size, uint32 flags)
+{
+	PmhashFileKey	key;
+	char		path[MAXPGPATH];
+	int			fd;
+	bool		ok;
+
+	pmhash_permanent_key(node, &key);
+	pmhash_file_path(&key, path);
+	if (flags & XLOG_PMHASH_COPY_FIRST)
+	{
+		size_t		len;
+		int			is_pmem;
+		char	   *base;
+
+		pmhash_forget_file(&key);
+		pmhash_drop_local(&key);
+		pmhash_directory_ensure();
+		LWLockAcquire(pmhash_file_lock(), LW_EXCLUSIVE);
+		(void) unlink(path);
+		base = pmem_map_file(path, file_size, PMEM_FILE_CREATE | PMEM_FILE_EXCL, 0600,
+							 &len, &is_pmem);
+		LWLockRelease(pmhash_file_lock());
+		if (base == NULL)
+		{
+			ereport(LOG,
+					(errcode_for_file_access(),
+					 errmsg("could not create pmhash file \"%s\": %m", path)));
+			return false;
+		}
+		pmem_unmap(base, len);
+		pmhash_shadow_forget(path);
+	}
+	fd = OpenTransientFile(path, O_RDWR | PG_BINARY);
+	ok = fd >= 0 && pg_pwrite(fd, data, size, (off_t) offset) == size;
+	if (!ok)
+		ereport(LOG,
+				(errcode_for_file_access(),
+				 errmsg("could not write pmhash file \"%s\": %m", path)));
+	if (fd >= 0)
+		CloseTransientFile(fd);
+	if (ok && (flags & XLOG_PMHASH_COPY_LAST))
+	{
+		pmhash_fsync_file(path);
+		fsync_fname(pmhash_directory, true);
+	}
+	return ok;
 }
 
 /*

@@ -8,7 +8,8 @@
  * an index a new relfilenode and copy its main fork; CREATE DATABASE copies
  * the relation files of its template.  Neither knows about pmhash files, so
  * this hook copies them after the command, rewriting the identity in their
- * header, and WAL-logs the copy so that standbys and recovery do the same.
+ * header, and WAL-logs the content of the copy so that standbys and
+ * recovery make the same copy, whatever the source holds by then.
  * A copy made by a transaction that aborts is removed; the old file of a
  * moved index goes with its main fork when the transaction commits.
  *
@@ -110,7 +111,7 @@ carry_file(const RelFileNode *from, const RelFileNode *to, Oid relid, bool logge
 	PmhashFileKey	key;
 	char		path[MAXPGPATH];
 
-	if (!pmhash_copy_file(from, to))
+	if (!pmhash_copy_file(from, to, logged))
 		return;					/* no source file: opening the index reports it */
 	memset(&key, 0, sizeof(key));
 	key.node = *to;
@@ -118,8 +119,6 @@ carry_file(const RelFileNode *from, const RelFileNode *to, Oid relid, bool logge
 	key.backend = InvalidBackendId;
 	pmhash_file_path(&key, path);
 	pmhash_remember_created(&key, relid, path);
-	if (logged)
-		pmhash_log_copy(from, to);
 }
 
 /* After a move: copy the files of indexes that got a new relfilenode. */

@@ -3,8 +3,9 @@
  * pmxlog.c
  *	  Writing pmhash's WAL records.
  *
- * Each function writes one record and returns its position; when each is
- * called relative to its change and lock is in src/README, WAL records.
+ * Each function writes one record and returns its position (a copy's
+ * content takes several); when each is called relative to its change and
+ * lock is in src/README, WAL records.
  *
  * Copyright (c) 2026, pmhash developers
  *
@@ -20,6 +21,8 @@
 
 #include "pmhash.h"
 #include "pmxlog.h"
+
+#define COPY_DATA_PART		(256 * 1024)	/* bytes of a copy per COPY_DATA record */
 
 /* Log the creation of an empty index file. */
 XLogRecPtr
@@ -144,15 +147,44 @@ pmhash_log_delete(const RelFileNode *node, uint32 shard, PmhashRemoval removal,
 					   shard, 0, conflict_horizon, entries, count);
 }
 
-/* Log that an index file was copied to a new relfilenode. */
-XLogRecPtr
-pmhash_log_copy(const RelFileNode *from, const RelFileNode *to)
+/* Whether len bytes at data are all zero. */
+static bool
+all_zero(const char *data, size_t len)
 {
-	xl_pmhash_copy xlrec;
+	for (size_t i = 0; i < len; i++)
+	{
+		if (data[i] != 0)
+			return false;
+	}
+	return true;
+}
 
-	xlrec.from = *from;
-	xlrec.to = *to;
-	XLogBeginInsert();
-	XLogRegisterData((char *) &xlrec, sizeof(xlrec));
-	return XLogInsert(RM_PMHASH_ID, XLOG_PMHASH_COPY);
+/*
+ * Log the whole content of a file copied to a new relfilenode, as it is at
+ * base, in parts of COPY_DATA_PART bytes; parts of zeros between the first
+ * and the last are left out, since replay creates the file zeroed.
+ */
+void
+pmhash_log_copy(const RelFileNode *to, const char *base, uint64 size)
+{
+	for (uint64 offset = 0; offset < size; offset += COPY_DATA_PART)
+	{
+		xl_pmhash_copy_data xlrec;
+
+		memset(&xlrec, 0, sizeof(xlrec));
+		xlrec.node = *to;
+		xlrec.size = (uint32) Min(COPY_DATA_PART, size - offset);
+		xlrec.offset = offset;
+		xlrec.file_size = size;
+		if (offset == 0)
+			xlrec.flags |= XLOG_PMHASH_COPY_FIRST;
+		if (offset + xlrec.size == size)
+			xlrec.flags |= XLOG_PMHASH_COPY_LAST;
+		if (xlrec.flags == 0 && all_zero(base + offset, xlrec.size))
+			continue;
+		XLogBeginInsert();
+		XLogRegisterData((char *) &xlrec, sizeof(xlrec));
+		XLogRegisterData((char *) base + offset, xlrec.size);
+		(void) XLogInsert(RM_PMHASH_ID, XLOG_PMHASH_COPY_DATA);
+	}
 }

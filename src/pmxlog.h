@@ -28,6 +28,7 @@
 #define XLOG_PMHASH_BUILT		0x50
 #define XLOG_PMHASH_KILL		0x60
 #define XLOG_PMHASH_DELETE_EXACT	0x70
+#define XLOG_PMHASH_COPY_DATA	0x80
 
 typedef struct xl_pmhash_create
 {
@@ -72,11 +73,35 @@ typedef struct xl_pmhash_entries
 	uint64		count;
 } xl_pmhash_entries;
 
+/*
+ * COPY, as pmhash 0.2 wrote it: a file copied to a new relfilenode, named
+ * by its source alone.  No longer written; replay cannot know the source as
+ * of the record, so it has the copy rebuilt from its table.
+ */
 typedef struct xl_pmhash_copy
 {
 	RelFileNode from;
 	RelFileNode to;
 } xl_pmhash_copy;
+
+/*
+ * COPY_DATA: a part of a file copied to a new relfilenode (ALTER INDEX SET
+ * TABLESPACE, CREATE DATABASE), as the copy was made: size bytes at offset,
+ * which follow this header.  The parts of one copy are logged in order;
+ * parts of zeros between the first and the last are left out.
+ */
+typedef struct xl_pmhash_copy_data
+{
+	RelFileNode node;			/* the copy */
+	uint32		flags;
+	uint32		size;
+	uint64		offset;
+	uint64		file_size;		/* of the whole copy */
+} xl_pmhash_copy_data;
+
+/* COPY_DATA flags */
+#define XLOG_PMHASH_COPY_FIRST	0x0001	/* create the file anew, file_size long */
+#define XLOG_PMHASH_COPY_LAST	0x0002	/* the copy is whole: make it durable */
 
 /*
  * KILL: entries a scan found dead to every transaction, removed from one
