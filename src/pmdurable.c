@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * pmdurable.c
- *	  The durable position of the index files, and syncing a whole file.
+ *	  The durable position of the index files, syncing a whole file, and
+ *	  the operating system's boot that a file's unsynced changes need.
  *
  * The durable position (pmhash.durable in pmhash.directory) is a WAL
  * position D such that every change of an index file whose WAL record lies
@@ -9,6 +10,11 @@
  * crash recovery replays pmhash's records from D (pmredo.c).  It is kept
  * in two 512-byte slots written in turn, each with a sequence number and a
  * CRC, so that a write torn by a crash leaves the other one readable.
+ *
+ * Changes stored in a mapped file, synced or not, survive a crash of
+ * PostgreSQL alone: the page cache (or, on DAX, the CPU cache) keeps them.
+ * Only a crash of the operating system, which starts a new boot, can lose
+ * them; the kernel's boot id tells the two apart.
  *
  * Copyright (c) 2026, pmhash developers
  *
@@ -19,6 +25,7 @@
  */
 #include "postgres.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "port/pg_crc32c.h"
@@ -30,6 +37,7 @@
 #define DURABLE_FILE_NAME	"pmhash.durable"
 #define DURABLE_MAGIC		0x504d4844	/* "PMHD" */
 #define DURABLE_SLOT_SIZE	512
+#define BOOT_ID_PATH		"/proc/sys/kernel/random/boot_id"
 
 /* One slot of the durable position file. */
 typedef struct DurableSlot
@@ -41,6 +49,65 @@ typedef struct DurableSlot
 } DurableSlot;
 
 static uint64 durable_sequence = 0;
+
+/* The value of a hexadecimal digit; -1 for any other character. */
+static int
+hex_value(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/*
+ * The id of the operating system's current boot into id, from Linux's
+ * boot_id (a UUID); false, with id zeroed, where it cannot be read.
+ */
+bool
+pmhash_boot_id(uint8 id[PMHASH_BOOT_ID_SIZE])
+{
+	char		text[64];
+	int			fd = OpenTransientFile(BOOT_ID_PATH, O_RDONLY);
+	ssize_t		len = fd >= 0 ? read(fd, text, sizeof(text) - 1) : -1;
+	int			n = 0;
+
+	memset(id, 0, PMHASH_BOOT_ID_SIZE);
+	if (fd >= 0)
+		CloseTransientFile(fd);
+	for (ssize_t i = 0; i < len && n < 2 * PMHASH_BOOT_ID_SIZE; i++)
+	{
+		int			digit = hex_value(text[i]);
+
+		if (digit >= 0)
+		{
+			id[n / 2] |= digit << (n % 2 == 0 ? 4 : 0);
+			n++;
+		}
+	}
+	if (n == 2 * PMHASH_BOOT_ID_SIZE)
+		return true;
+	memset(id, 0, PMHASH_BOOT_ID_SIZE);
+	return false;
+}
+
+/*
+ * Whether the operating system has not restarted since the boot whose id
+ * a file recorded: false if either id is unknown.
+ */
+bool
+pmhash_same_boot(const uint8 recorded[PMHASH_BOOT_ID_SIZE])
+{
+	uint8		current[PMHASH_BOOT_ID_SIZE];
+	static const uint8 unknown[PMHASH_BOOT_ID_SIZE];
+
+	return pmhash_boot_id(current) &&
+		memcmp(recorded, unknown, PMHASH_BOOT_ID_SIZE) != 0 &&
+		memcmp(recorded, current, PMHASH_BOOT_ID_SIZE) == 0;
+}
 
 /*
  * Make a whole index file durable with fsync, which writes back the pages

@@ -278,7 +278,11 @@ typedef enum PmhashDurableKnown
 	PMHASH_DURABLE_LOST			/* the position and its WAL are both lost */
 } PmhashDurableKnown;
 
+#define PMHASH_BOOT_ID_SIZE	16	/* bytes of a boot id (PmhFileHeader.redo_boot) */
+
 extern void pmhash_fsync_file(const char *path);
+extern bool pmhash_boot_id(uint8 id[PMHASH_BOOT_ID_SIZE]);
+extern bool pmhash_same_boot(const uint8 recorded[PMHASH_BOOT_ID_SIZE]);
 extern bool pmhash_durable_read(XLogRecPtr *position);
 extern void pmhash_durable_write(XLogRecPtr position);
 extern PmhashDurableKnown pmhash_durable_recall(XLogRecPtr *position);

@@ -101,7 +101,24 @@ pmhash_drop_local(const PmhashFileKey *key)
 	ix->deferred = false;
 }
 
-/* Unmap files whose shares were released (dropped or evicted indexes). */
+/* Write header state bits and redo position of a mapped file durably. */
+static void
+update_header(PmhashLocal *ix, uint64 set_bits, uint64 clear_bits, XLogRecPtr redo_lsn)
+{
+	PmhFileHeader *hdr = (PmhFileHeader *) ix->base;
+
+	hdr->state = (hdr->state | set_bits) & ~clear_bits;
+	if (redo_lsn != InvalidXLogRecPtr)
+		hdr->redo_lsn = redo_lsn;
+	pmhash_persist_range(ix->base, sizeof(PmhFileHeader), ix->is_pmem, ix->share->path);
+}
+
+/*
+ * Unmap files whose shares were released (dropped or evicted indexes),
+ * making their recorded changes durable first; a file that replay changed
+ * then holds no unsynced replayed change, and its header says so, since no
+ * later sync of replay reaches an unmapped file.
+ */
 void
 pmhash_prune_locals(void)
 {
@@ -120,6 +137,9 @@ pmhash_prune_locals(void)
 		{
 			if (ix->ndirty > 0 && ix->base != NULL)
 				pmhash_sync_dirty(ix);
+			if (ix->redo_dirty && ix->base != NULL)
+				update_header(ix, 0, PMH_STATE_REDO_DIRTY, InvalidXLogRecPtr);
+			ix->redo_dirty = false;
 			pmhash_unmap_local(ix);
 		}
 	}
@@ -442,29 +462,19 @@ pmhash_persist_range(char *base, size_t len, int is_pmem, const char *path)
 		msync_range(base, 0, len, path);
 }
 
-/* Write header state bits and redo position of a mapped file durably. */
-static void
-update_header(PmhashLocal *ix, uint64 set_bits, uint64 clear_bits, XLogRecPtr redo_lsn)
-{
-	PmhFileHeader *hdr = (PmhFileHeader *) ix->base;
-
-	hdr->state = (hdr->state | set_bits) & ~clear_bits;
-	if (redo_lsn != InvalidXLogRecPtr)
-		hdr->redo_lsn = redo_lsn;
-	pmhash_persist_range(ix->base, sizeof(PmhFileHeader), ix->is_pmem, ix->share->path);
-}
-
 /*
  * Replay is about to change a file: if this is its first change since the
  * last sync, record durably that the file holds replayed changes not yet
- * durable.  An OS crash of a standby then cannot silently lose them (see
- * pmhash_recovery_flag_files).
+ * durable, and in which boot of the operating system.  An OS crash of a
+ * standby then cannot silently lose them, and a crash of PostgreSQL alone,
+ * which loses none, does not count as one (see pmhash_recovery_flag_files).
  */
 void
 pmhash_redo_will_change(PmhashLocal *ix)
 {
 	if (!ix->durable || ix->redo_dirty)
 		return;
+	(void) pmhash_boot_id(((PmhFileHeader *) ix->base)->redo_boot);
 	update_header(ix, PMH_STATE_REDO_DIRTY, 0, InvalidXLogRecPtr);
 	ix->redo_dirty = true;
 }

@@ -38,12 +38,15 @@
 
 /*
  * Whether replayed changes of a file may have been lost by an OS crash
- * before they were synced, and will not be replayed again.
+ * before they were synced, and will not be replayed again.  Within the boot
+ * in which they were made, the page cache still holds them: a crash of
+ * PostgreSQL alone (a backend's, an immediate shutdown) loses nothing.
  */
 static bool
 lost_replayed_changes(const PmhFileHeader *hdr, XLogRecPtr redo_start)
 {
-	return (hdr->state & PMH_STATE_REDO_DIRTY) && hdr->redo_lsn < redo_start;
+	return (hdr->state & PMH_STATE_REDO_DIRTY) && hdr->redo_lsn < redo_start &&
+		!pmhash_same_boot(hdr->redo_boot);
 }
 
 /* Flag the unverified entries of one file; durable before replay starts. */

@@ -159,7 +159,9 @@ typedef struct PmhFileHeader
 	uint64_t	creator_xid;	/* 64-bit id of the transaction that created
 								 * the file, until it is known to have
 								 * committed; 0 if none */
-	uint8_t		unused[PMH_HEADER_UNITS * PMH_UNIT_SIZE - 96];
+	uint8_t		redo_boot[16];	/* the operating system's boot in which
+								 * REDO_DIRTY was set; zeros if unknown */
+	uint8_t		unused[PMH_HEADER_UNITS * PMH_UNIT_SIZE - 112];
 } PmhFileHeader;
 
 #define PMH_FILE_UNLOGGED		0x0001

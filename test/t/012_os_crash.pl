@@ -13,7 +13,8 @@
 # place of its index file, keeping a random quarter of the file's current
 # 4 kB pages instead (write-back the OS may have done on its own), removes
 # index files that have no shadow (never synced) and shadows whose file is
-# gone, and starts the server.  PostgreSQL's own files keep everything but
+# gone, blanks the boot that the file headers recorded (an OS crash starts
+# a new boot), and starts the server.  PostgreSQL's own files keep everything but
 # its WAL buffers: the simulation takes away only what pmhash did not sync.
 #
 # Each node goes through 10 cycles of a pgbench load of inserts (growth, a
@@ -56,6 +57,7 @@ note "random seed $seed (set PMHASH_TEST_SEED to repeat)";
 my $CYCLES = 10;
 my $PAGE = 4096;
 my $WRITEBACK = 0.25;    # share of pages that keep the file's content
+my $BOOT_OFFSET = 96;    # PmhFileHeader.redo_boot
 my $no_redo = 0;         # recoveries where PostgreSQL ran no redo
 my %lost_pages;          # node name => pages the simulations took back to their shadow
 
@@ -118,6 +120,8 @@ sub os_crash
 				$differ++;
 			}
 		}
+		# a new boot: the one a header recorded with unsynced replayed changes is over
+		substr($kept, $BOOT_OFFSET, 16, "\0" x 16) if length($kept) >= $BOOT_OFFSET + 16;
 		write_bytes($path, $kept);
 		write_bytes("$path.shadow", $kept);
 		$files++;
