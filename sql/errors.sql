@@ -125,6 +125,19 @@ SELECT r AS relation, er_error(format('SELECT pmhash_stats(%L)', r)) AS stats,
 FROM unnest('{er_t_btree,er_t,er_parted,er_parted_k,pg_class}'::text[]) r;
 SELECT pmhash_verify(NULL), pmhash_stats(NULL);
 SELECT pmhash_verify('er_no_such_index');
+SELECT er_error('SELECT pmhash_stats(0)') AS stats_of_oid_0,
+       er_error('SELECT pmhash_verify(0)') AS verify_of_oid_0;
+-- an index whose CREATE INDEX CONCURRENTLY failed before it was built
+CREATE TABLE er_cic (k int);
+INSERT INTO er_cic VALUES (0);
+CREATE INDEX CONCURRENTLY er_cic_k ON er_cic USING pmhash ((1 / k));
+SELECT er_error($$SELECT pmhash_stats('er_cic_k')$$) AS stats,
+       er_error($$SELECT pmhash_verify('er_cic_k')$$) AS verify;
+REINDEX INDEX er_cic_k;
+DELETE FROM er_cic;
+REINDEX INDEX er_cic_k;
+SELECT entries, pmhash_verify('er_cic_k') FROM pmhash_stats('er_cic_k');
+DROP TABLE er_cic;
 DROP TABLE er_parted;
 DROP INDEX er_t_btree;
 

@@ -16,6 +16,12 @@
  * Only a crash of the operating system, which starts a new boot, can lose
  * them; the kernel's boot id tells the two apart.
  *
+ * The syncer's replication slot keeps the WAL from the durable position.
+ * PostgreSQL refuses to start with a physical slot while wal_level is
+ * minimal or max_replication_slots is 0, the settings under which commits
+ * sync their own changes; the postmaster therefore drops the slot before
+ * that check when it can do without it.
+ *
  * Copyright (c) 2026, pmhash developers
  *
  * IDENTIFICATION
@@ -26,8 +32,13 @@
 #include "postgres.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "access/xlog.h"
+#include "catalog/pg_control.h"
+#include "common/controldata_utils.h"
+#include "miscadmin.h"
 #include "port/pg_crc32c.h"
 #include "replication/slot.h"
 #include "storage/fd.h"
@@ -261,4 +272,55 @@ pmhash_durable_recall(XLogRecPtr *position)
 					pmhash_directory, DURABLE_FILE_NAME, PMHASH_SLOT_NAME,
 					LSN_FORMAT_ARGS(*position))));
 	return PMHASH_DURABLE_AT;
+}
+
+/*
+ * Postmaster, before the startup process restores replication slots: drop
+ * the syncer's slot if this server cannot use it (wal_level minimal or
+ * max_replication_slots 0: commits then sync themselves), since PostgreSQL
+ * would refuse to start with it.  The slot only keeps WAL for a crash
+ * recovery that replays from the durable position.  After a clean shutdown
+ * nothing is left to replay; after a crash, pmhash.durable names the
+ * position, and its WAL is still in pg_wal, since no checkpoint has run
+ * since.  With neither, only the slot knows the position: it is kept, and
+ * the LOG line says how to switch.
+ */
+void
+pmhash_durable_drop_unusable_slot(void)
+{
+	char		path[MAXPGPATH];
+	struct stat st;
+	bool		crc_ok;
+	ControlFileData *control;
+	bool		clean;
+	XLogRecPtr	position;
+
+	if (wal_level >= WAL_LEVEL_REPLICA && max_replication_slots > 0)
+		return;
+	snprintf(path, MAXPGPATH, "pg_replslot/%s", PMHASH_SLOT_NAME);
+	if (stat(path, &st) != 0)
+		return;
+	control = get_controlfile(DataDir, &crc_ok);
+	clean = crc_ok && control->state == DB_SHUTDOWNED;
+	pfree(control);
+	if (!clean && !pmhash_durable_read(&position))
+	{
+		ereport(LOG,
+				(errmsg("pmhash: replication slot \"%s\" is kept although wal_level is minimal or max_replication_slots is 0",
+						PMHASH_SLOT_NAME),
+				 errdetail("The server did not shut down cleanly, and \"%s/%s\" is missing or damaged: crash recovery needs the position that the slot saved.",
+						   pmhash_directory, DURABLE_FILE_NAME),
+				 errhint("Start the server once with wal_level = replica and max_replication_slots above 0, shut it down cleanly, then change the settings.")));
+		return;
+	}
+	if (!rmtree(path, true))
+	{
+		ereport(LOG,
+				(errmsg("pmhash: could not remove replication slot directory \"%s\"", path)));
+		return;
+	}
+	fsync_fname("pg_replslot", true);
+	ereport(LOG,
+			(errmsg("pmhash: dropped replication slot \"%s\", which this server cannot use; commits sync their index changes themselves",
+					PMHASH_SLOT_NAME)));
 }

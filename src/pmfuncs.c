@@ -18,6 +18,7 @@
 #include "commands/defrem.h"
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "storage/bufmgr.h"
 #include "storage/lmgr.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
@@ -25,12 +26,19 @@
 
 #include "pmhash.h"
 
-/* Open a pmhash index for inspection, checking type and privileges. */
+/*
+ * Open a pmhash index for inspection, checking that it exists, its type,
+ * privileges, and that it was built.
+ */
 static Relation
 open_inspected(Oid relid, LOCKMODE lockmode)
 {
-	Relation	index = relation_open(relid, lockmode);
+	Relation	index = try_relation_open(relid, lockmode);
 
+	if (index == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation with OID %u does not exist", relid)));
 	if (index->rd_rel->relkind != RELKIND_INDEX ||
 		index->rd_rel->relam != get_index_am_oid("pmhash", false))
 		ereport(ERROR,
@@ -45,6 +53,13 @@ open_inspected(Oid relid, LOCKMODE lockmode)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("cannot inspect temporary indexes of other sessions")));
+	/* CREATE INDEX CONCURRENTLY makes the catalog entry before the build */
+	if (!index->rd_index->indisvalid && RelationGetNumberOfBlocks(index) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("pmhash index \"%s\" has not been built", RelationGetRelationName(index)),
+				 errdetail("Its CREATE INDEX CONCURRENTLY or REINDEX CONCURRENTLY failed or was canceled before the build."),
+				 errhint("Drop it with DROP INDEX, or build it with REINDEX INDEX.")));
 	return index;
 }
 

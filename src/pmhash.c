@@ -57,7 +57,10 @@ chain_shmem_startup(void)
 		prev_shmem_startup_hook();
 	pmhash_shmem_startup();
 	if (!IsUnderPostmaster)
+	{
+		pmhash_durable_drop_unusable_slot();
 		pmhash_recovery_after_crash();
+	}
 }
 
 /* Define the configuration parameters. */

@@ -286,6 +286,7 @@ extern bool pmhash_same_boot(const uint8 recorded[PMHASH_BOOT_ID_SIZE]);
 extern bool pmhash_durable_read(XLogRecPtr *position);
 extern void pmhash_durable_write(XLogRecPtr position);
 extern PmhashDurableKnown pmhash_durable_recall(XLogRecPtr *position);
+extern void pmhash_durable_drop_unusable_slot(void);
 
 /* pmmeta.c */
 extern void pmhash_read_meta(Relation index, PmhashMetaData *meta, XLogRecPtr *lsn);
