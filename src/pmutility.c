@@ -22,16 +22,25 @@
  */
 #include "postgres.h"
 
+#include <sys/stat.h>
+
 #include "access/genam.h"
+#include "access/heapam.h"
 #include "access/htup_details.h"
 #include "access/table.h"
+#include "access/tableam.h"
 #include "access/xact.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_tablespace.h"
+#include "common/relpath.h"
 #include "commands/dbcommands.h"
 #include "commands/defrem.h"
 #include "miscadmin.h"
 #include "nodes/parsenodes.h"
+#include "storage/bufmgr.h"
 #include "storage/fd.h"
+#include "storage/ipc.h"
+#include "storage/md.h"
 #include "tcop/utility.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
@@ -39,6 +48,13 @@
 #include "utils/syscache.h"
 
 #include "pmhash.h"
+
+/* What CREATE DATABASE made: the new database and its directories. */
+typedef struct CreatedDatabase
+{
+	Oid			dboid;
+	List	   *directories;	/* palloc'd paths */
+} CreatedDatabase;
 
 typedef struct IndexStorage
 {
@@ -168,17 +184,63 @@ template_of(CreatedbStmt *stmt)
 	return "template1";
 }
 
-/* After CREATE DATABASE: copy the template's index files to the new database. */
-static void
-carry_template_files(CreatedbStmt *stmt)
+/* The directories of a new database, one per tablespace that holds one. */
+static List *
+database_directories(Oid dboid)
 {
-	Oid			template_oid = get_database_oid(template_of(stmt), true);
-	Oid			new_oid = get_database_oid(stmt->dbname, true);
+	List	   *result = NIL;
+	Relation	rel = table_open(TableSpaceRelationId, AccessShareLock);
+	TableScanDesc scan = table_beginscan_catalog(rel, 0, NULL);
+	HeapTuple	tuple;
+
+	while ((tuple = heap_getnext(scan, ForwardScanDirection)) != NULL)
+	{
+		Oid			spc = ((Form_pg_tablespace) GETSTRUCT(tuple))->oid;
+		char	   *path;
+		struct stat st;
+
+		if (spc == GLOBALTABLESPACE_OID)
+			continue;
+		path = GetDatabasePath(dboid, spc);
+		if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+			result = lappend(result, path);
+		else
+			pfree(path);
+	}
+	table_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return result;
+}
+
+/*
+ * Error cleanup of a CREATE DATABASE whose index files could not be
+ * copied: core's copy is done and its own failure callback gone, so remove
+ * what it made, as that callback does: the new database's buffers, its
+ * pending sync requests and its directories (arg: a CreatedDatabase).
+ */
+static void
+remove_created_database(int code pg_attribute_unused(), Datum arg)
+{
+	CreatedDatabase *made = (CreatedDatabase *) DatumGetPointer(arg);
+	ListCell   *lc;
+
+	DropDatabaseBuffers(made->dboid);
+	ForgetDatabaseSyncRequests(made->dboid);
+	foreach(lc, made->directories)
+	{
+		if (!rmtree((char *) lfirst(lc), true))
+			ereport(WARNING,
+					(errmsg("could not remove directory \"%s\"", (char *) lfirst(lc))));
+	}
+}
+
+/* Copy the index files of a template database to a new database. */
+static void
+copy_database_files(Oid template_oid, Oid new_oid)
+{
 	DIR		   *dir;
 	struct dirent *de;
 
-	if (!OidIsValid(template_oid) || !OidIsValid(new_oid))
-		return;
 	dir = AllocateDir(pmhash_directory);
 	while (dir != NULL && (de = ReadDirExtended(dir, pmhash_directory, LOG)) != NULL)
 	{
@@ -200,6 +262,28 @@ carry_template_files(CreatedbStmt *stmt)
 	}
 	if (dir != NULL)
 		FreeDir(dir);
+}
+
+/*
+ * After CREATE DATABASE: copy the template's index files to the new
+ * database; if that fails, the new database's directories go too.
+ */
+static void
+carry_template_files(CreatedbStmt *stmt)
+{
+	Oid			template_oid = get_database_oid(template_of(stmt), true);
+	Oid			new_oid = get_database_oid(stmt->dbname, true);
+	CreatedDatabase made;
+
+	if (!OidIsValid(template_oid) || !OidIsValid(new_oid))
+		return;
+	made.dboid = new_oid;
+	made.directories = database_directories(new_oid);
+	PG_ENSURE_ERROR_CLEANUP(remove_created_database, PointerGetDatum(&made));
+	{
+		copy_database_files(template_oid, new_oid);
+	}
+	PG_END_ENSURE_ERROR_CLEANUP(remove_created_database, PointerGetDatum(&made));
 }
 
 /* ProcessUtility hook. */

@@ -2,7 +2,8 @@
 # or tablespace, which PostgreSQL handles for the main fork only: ALTER
 # INDEX and ALTER DATABASE SET TABLESPACE, CREATE DATABASE from a template
 # holding pmhash indexes; and the files that DROP DATABASE and DROP
-# EXTENSION must remove.
+# EXTENSION must remove; a CREATE DATABASE that fails to copy the index
+# files leaves no directory behind.
 # Every answer of an index is compared with a sequential scan, and the
 # server must never crash.
 use strict;
@@ -11,7 +12,7 @@ use warnings;
 use FindBin;
 use lib $FindBin::RealBin;
 use PmhashFiles;
-use PmhashRecovery qw(pmh_files);
+use PmhashRecovery qw(pmh_files pmhash_dir);
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
@@ -92,6 +93,38 @@ make_table($node, 'postgres', 't', 3000, 100);
 	$node->safe_psql('postgres', 'DROP EXTENSION pmhash CASCADE');
 	is_deeply([ pmh_files($node) ], [], 'DROP EXTENSION pmhash CASCADE removes every file');
 	check_alive($node, $mark, 'DROP DATABASE and DROP EXTENSION');
+}
+
+############################################################################
+# 3. A CREATE DATABASE that cannot copy the index files leaves nothing.
+############################################################################
+
+{
+	my $mark = mark($node);
+	$node->safe_psql('postgres', 'CREATE DATABASE tpl');
+	$node->safe_psql('tpl', 'CREATE EXTENSION pmhash');
+	make_table($node, 'tpl', 'g1', 3000, 100);
+	my $base = $node->data_dir . '/base';
+	my $dirs = sub { opendir(my $dh, $base) or die "opendir $base: $!"; join ' ', sort grep { /^\d+$/ } readdir $dh };
+	my $before = $dirs->();
+	my $dir = pmhash_dir($node);
+	for my $strategy ('wal_log', 'file_copy')
+	{
+		chmod 0500, $dir or die "chmod $dir: $!";
+		my ($rc, $out, $err) = run_sql($node, 'postgres',
+			"CREATE DATABASE failed TEMPLATE tpl STRATEGY $strategy");
+		chmod 0700, $dir or die "chmod $dir: $!";
+		like($err, qr/could not create pmhash file .*Permission denied/,
+			"$strategy: CREATE DATABASE fails when pmhash.directory is not writable");
+		is($dirs->(), $before, "$strategy: the failed CREATE DATABASE left no directory");
+		is($node->safe_psql('postgres', "SELECT count(*) FROM pg_database WHERE datname = 'failed'"),
+			0, "$strategy: and no database");
+		$node->safe_psql('postgres', "CREATE DATABASE copied TEMPLATE tpl STRATEGY $strategy");
+		compare_with_seqscan($node, 'copied', 'g1_k', 'g1', 'k', -1, 101, "$strategy: the next copy");
+		$node->safe_psql('postgres', 'DROP DATABASE copied');
+	}
+	$node->safe_psql('postgres', 'DROP DATABASE tpl');
+	check_alive($node, $mark, 'failed CREATE DATABASE');
 }
 
 check_whole_logs($node);
