@@ -58,6 +58,8 @@
 #define MIN_SHARD_BITS		9		/* 512: bucket slots then keep every hash bit */
 
 /* Subphases of a build in pg_stat_progress_create_index (pmhashbuildphasename) */
+#define PMHASH_REBUILD_LOCK_KEY		0x706d6873	/* "pmhs" */
+#define PMHASH_REBUILD_LOCK_SPACE	3	/* after SQL's advisory locks, 1 and 2 */
 #define BUILD_PHASE_SCAN	2		/* the heap scan, spilling full batches */
 #define BUILD_PHASE_LOAD	3		/* moving the entries into the shards */
 #define BUILD_PHASE_UNIQUE	4		/* the duplicate check of a unique index */
@@ -297,9 +299,11 @@ build_index(Relation heap, Relation index, IndexInfo *indexInfo, bool transactio
 
 	if (bs.progress)
 		pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, BUILD_PHASE_SCAN);
-	*heap_tuples = table_index_build_scan(heap, index, indexInfo, true, bs.progress,
-										  pmhash_build_collect, &bs,
-										  pb ? pmhash_parallel_scan(pb, heap) : NULL);
+	/* a rebuild from the table indexes rows of transactions in progress */
+	*heap_tuples = table_index_build_range_scan(heap, index, indexInfo, true, !transactional,
+												bs.progress, 0, InvalidBlockNumber,
+												pmhash_build_collect, &bs,
+												pb ? pmhash_parallel_scan(pb, heap) : NULL);
 	if (pb)
 		*heap_tuples += pmhash_parallel_end(pb, &bs);
 	if (bs.progress)
@@ -363,13 +367,33 @@ pmhashbuild(Relation heap, Relation index, IndexInfo *indexInfo)
 }
 
 /*
+ * The lock that backends needing a rebuild of one index take, and nothing
+ * else: an advisory lock tag in pmhash's own key space (the fourth field
+ * of an advisory tag is 1 or 2 for SQL's advisory locks).
+ */
+static void
+rebuild_lock_tag(Relation index, LOCKTAG *tag)
+{
+	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, RelationGetRelid(index),
+						 PMHASH_REBUILD_LOCK_KEY, PMHASH_REBUILD_LOCK_SPACE);
+}
+
+/*
  * Rebuild, from its table, an index whose file recovery could not bring up
- * to date.  An AccessExclusiveLock on the index keeps readers and writers
- * out meanwhile; the new file is not undone if the transaction aborts, but
- * a rebuild that fails leaves it marked to be rebuilt again, never half
- * built.  A unique index is not checked again (its rows were checked when
- * they were inserted), so the rebuild neither waits nor fails on the
- * tuple whose insert may have started it.
+ * to date.  Only the backends that need the rebuild take its lock: the
+ * first rebuilds, the others wait for it (NOTICE lines say so) and then
+ * find the file whole.  Until then every other backend that opens the
+ * index is one of them, since the file is marked (pmattach.c), so no
+ * reader or writer uses it meanwhile, and no lock on the index or its
+ * table is raised: those held by the waiters, a query's AccessShareLock or
+ * an insert's RowExclusiveLock, do not block the rebuild.  The table scan
+ * indexes the rows of transactions in progress (anyvisible), such as a
+ * waiter's own insert, which its aminsert then stores only if absent.  The
+ * new file is not undone if the transaction aborts, but a rebuild that
+ * fails leaves it marked to be rebuilt again, never half built.  A unique
+ * index or an exclusion constraint is not checked again (its rows were
+ * checked when they were inserted), so the rebuild neither waits nor fails
+ * on a tuple of a waiting insert.
  */
 static void
 rebuild_from_table(Relation index)
@@ -382,6 +406,7 @@ rebuild_from_table(Relation index)
 	IndexInfo  *info;
 	double		heap_tuples;
 	double		entries;
+	LOCKTAG		tag;
 
 	if (RecoveryInProgress() || IsParallelWorker())
 		ereport(ERROR,
@@ -391,19 +416,31 @@ rebuild_from_table(Relation index)
 				 errdetail("Recovery could not bring the index file up to date, or the primary has not finished rebuilding it."),
 				 errhint("It is rebuilt automatically on first use after promotion; or run REINDEX INDEX %s on the primary.",
 						 quote_identifier(RelationGetRelationName(index)))));
-	LockRelationOid(RelationGetRelid(index), AccessExclusiveLock);
+	rebuild_lock_tag(index, &tag);
+	if (LockAcquire(&tag, ExclusiveLock, false, true) == LOCKACQUIRE_NOT_AVAIL)
+	{
+		ereport(NOTICE,
+				(errmsg("waiting for pmhash index \"%s\" to be rebuilt from its table by another session",
+						RelationGetRelationName(index))));
+		(void) LockAcquire(&tag, ExclusiveLock, false, false);
+	}
 	pmhash_file_key(index, &key);
 	pmhash_file_path(&key, path);
 	if (!pmhash_read_file_header(path, &hdr) ||
 		!(hdr.state & (PMH_STATE_NEEDS_REBUILD | PMH_STATE_BUILDING)))
 	{
 		/* someone else rebuilt it meanwhile */
-		UnlockRelationOid(RelationGetRelid(index), AccessExclusiveLock);
+		LockRelease(&tag, ExclusiveLock, false);
 		return;
 	}
 	heap = table_open(heap_oid, AccessShareLock);
+	ereport(NOTICE,
+			(errmsg("rebuilding pmhash index \"%s\" from table \"%s\"",
+					RelationGetRelationName(index), RelationGetRelationName(heap)),
+			 errdetail("Recovery could not bring its file up to date.")));
 	info = BuildIndexInfo(index);
 	info->ii_Unique = false;
+	info->ii_ExclusionOps = NULL;	/* nor an exclusion constraint's */
 	PG_TRY();
 	{
 		entries = build_index(heap, index, info, false, &heap_tuples);
@@ -419,7 +456,7 @@ rebuild_from_table(Relation index)
 					RelationGetRelationName(index), RelationGetRelationName(heap), entries),
 			 errdetail("Recovery could not bring its file up to date.")));
 	table_close(heap, AccessShareLock);
-	UnlockRelationOid(RelationGetRelid(index), AccessExclusiveLock);
+	LockRelease(&tag, ExclusiveLock, false);
 }
 
 /*
