@@ -196,9 +196,12 @@ pmhash_check_preloaded(void)
 bytea *
 pmhashoptions(Datum reloptions, bool validate)
 {
+	/* designated: 18 added a field that pmhash leaves zero */
 	static const relopt_parse_elt tab[] = {
-		{"shards", RELOPT_TYPE_INT, offsetof(PmhashOptions, shards)},
-		{"fillfactor", RELOPT_TYPE_INT, offsetof(PmhashOptions, fillfactor)},
+		{.optname = "shards", .opttype = RELOPT_TYPE_INT,
+		.offset = offsetof(PmhashOptions, shards)},
+		{.optname = "fillfactor", .opttype = RELOPT_TYPE_INT,
+		.offset = offsetof(PmhashOptions, fillfactor)},
 	};
 	PmhashOptions *opts;
 

@@ -46,7 +46,7 @@ pmhash_create_file(const PmhashFileKey *key, const char *path, uint32 shard_bits
 				uint32 state, bool durable, bool transactional, FullTransactionId creator)
 {
 	PmhFileHeader hdr;
-	uint32		flags = key->backend != InvalidBackendId ? PMH_FILE_TEMP : 0;
+	uint32		flags = key->backend != INVALID_PROC_NUMBER ? PMH_FILE_TEMP : 0;
 	size_t		len;
 	int			is_pmem;
 	char	   *base;
@@ -60,8 +60,8 @@ pmhash_create_file(const PmhashFileKey *key, const char *path, uint32 shard_bits
 		ereport(ERROR,
 				(errcode_for_file_access(),
 				 errmsg("could not remove old pmhash file \"%s\": %m", path)));
-	pmh_header_init(&hdr, key->node.spcNode, key->node.dbNode, key->node.relNode,
-					key->backend == InvalidBackendId ? -1 : key->backend,
+	pmh_header_init(&hdr, key->node.spcOid, key->node.dbOid, key->node.relNumber,
+					key->backend == INVALID_PROC_NUMBER ? -1 : key->backend,
 					generation, shard_bits, flags);
 	hdr.state = state;
 	if (transactional)
@@ -93,7 +93,7 @@ pmhash_create_file(const PmhashFileKey *key, const char *path, uint32 shard_bits
  * transactional.
  */
 void
-pmhash_create_for_redo(const RelFileNode *node, uint64 generation, uint32 shard_bits,
+pmhash_create_for_redo(const RelFileLocator *node, uint64 generation, uint32 shard_bits,
 					uint32 state, FullTransactionId creator)
 {
 	PmhashFileKey	key;
@@ -112,7 +112,7 @@ pmhash_create_for_redo(const RelFileNode *node, uint64 generation, uint32 shard_
  * identity in its header.  False if the source cannot be read.
  */
 bool
-pmhash_copy_file(const RelFileNode *from, const RelFileNode *to)
+pmhash_copy_file(const RelFileLocator *from, const RelFileLocator *to)
 {
 	PmhashFileKey	src_key;
 	PmhashFileKey	dst_key;
@@ -155,9 +155,9 @@ pmhash_copy_file(const RelFileNode *from, const RelFileNode *to)
 	}
 	memcpy(dst_base, src_base, src_len);
 	hdr = (PmhFileHeader *) dst_base;
-	hdr->spc_oid = to->spcNode;	/* informational: names ignore it */
-	hdr->db_oid = to->dbNode;
-	hdr->rel_node = to->relNode;
+	hdr->spc_oid = to->spcOid;	/* informational: names ignore it */
+	hdr->db_oid = to->dbOid;
+	hdr->rel_node = to->relNumber;
 	hdr->checksum = pmh_header_checksum(hdr);
 	pmhash_shadow_forget(dst);
 	pmhash_persist_range(dst_base, dst_len, dst_pmem, dst);
@@ -172,11 +172,11 @@ pmhash_copy_file(const RelFileNode *from, const RelFileNode *to)
  * missing after recovery, with the build generation of its metapage.
  */
 void
-pmhash_create_placeholder(const RelFileNode *node)
+pmhash_create_placeholder(const RelFileLocator *node)
 {
 	PmhashFileKey	key;
 	char		path[MAXPGPATH];
-	SMgrRelation smgr = smgropen(*node, InvalidBackendId);
+	SMgrRelation smgr = smgropen(*node, INVALID_PROC_NUMBER);
 	Buffer		buf;
 	PmhashMetaData meta;
 
