@@ -231,6 +231,14 @@ pmhash_handler(PG_FUNCTION_ARGS)
 	amroutine->amoptsprocnum = 0;
 	amroutine->amcanorder = false;
 	amroutine->amcanorderbyop = false;
+#if PG_VERSION_NUM >= 180000
+	/* false: hash's rules would file function 1 under its input type ("char") */
+	amroutine->amcanhash = false;
+	/* as hash: a family's equalities agree across types, as its hashes must */
+	amroutine->amconsistentequality = true;
+	/* no ordering operators */
+	amroutine->amconsistentordering = false;
+#endif
 	amroutine->amcanbackward = true;
 	amroutine->amcanunique = true;
 	amroutine->amcanmulticol = true;
@@ -241,18 +249,34 @@ pmhash_handler(PG_FUNCTION_ARGS)
 	amroutine->amclusterable = false;
 	amroutine->ampredlocks = true;
 	amroutine->amcanparallel = false;
+#if PG_VERSION_NUM >= 170000
+	/* false: pmhashbuild plans its own workers (pmparallel.c) */
+	amroutine->amcanbuildparallel = false;
+#endif
 	amroutine->amcaninclude = false;
 	amroutine->amusemaintenanceworkmem = false;
+#if PG_VERSION_NUM >= 160000
+	/* false: entries point at tuples, not block ranges */
+	amroutine->amsummarizing = false;
+#endif
 	amroutine->amparallelvacuumoptions = VACUUM_OPTION_PARALLEL_BULKDEL;
 	amroutine->amkeytype = INT4OID;
 
 	amroutine->ambuild = pmhashbuild;
 	amroutine->ambuildempty = pmhashbuildempty;
 	amroutine->aminsert = pmhashinsert;
+#if PG_VERSION_NUM >= 170000
+	/* none: pmxact.c logs pending INSERT records before commit */
+	amroutine->aminsertcleanup = NULL;
+#endif
 	amroutine->ambulkdelete = pmhashbulkdelete;
 	amroutine->amvacuumcleanup = pmhashvacuumcleanup;
 	amroutine->amcanreturn = NULL;
 	amroutine->amcostestimate = pmhashcostestimate;
+#if PG_VERSION_NUM >= 180000
+	/* none: not a tree */
+	amroutine->amgettreeheight = NULL;
+#endif
 	amroutine->amoptions = pmhashoptions;
 	amroutine->amproperty = NULL;
 	amroutine->ambuildphasename = pmhashbuildphasename;
@@ -268,6 +292,11 @@ pmhash_handler(PG_FUNCTION_ARGS)
 	amroutine->amestimateparallelscan = NULL;
 	amroutine->aminitparallelscan = NULL;
 	amroutine->amparallelrescan = NULL;
+#if PG_VERSION_NUM >= 180000
+	/* equality's strategy numbers, for core code that asks (pmvalidate.c) */
+	amroutine->amtranslatestrategy = pmhashtranslatestrategy;
+	amroutine->amtranslatecmptype = pmhashtranslatecmptype;
+#endif
 
 	PG_RETURN_POINTER(amroutine);
 }

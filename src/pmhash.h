@@ -531,6 +531,10 @@ extern Oid	pmhash_column_equality(Relation index, int column, StrategyNumber *st
 extern void pmhashadjustmembers(Oid opfamilyoid, Oid opclassoid, List *operators,
 								List *functions);
 extern bool pmhashvalidate(Oid opclassoid);
+#if PG_VERSION_NUM >= 180000
+extern CompareType pmhashtranslatestrategy(StrategyNumber strategy, Oid opfamily);
+extern StrategyNumber pmhashtranslatecmptype(CompareType cmptype, Oid opfamily);
+#endif
 /*
  * A scan key flag, of the bits left to access methods: the executor
  * rechecks this array condition with a hash table (pmrecheck.c).
