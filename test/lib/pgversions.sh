@@ -110,7 +110,7 @@ pgv_install_root() {
 		pgv_as_root tee "$PGV_ROOT/etc/postgresql-common/createcluster.conf" >/dev/null
 	pgv_as_root cp /etc/resolv.conf "$PGV_ROOT/etc/resolv.conf"
 	pgv_in_root apt-get update -qq || return 1
-	pgv_in_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	pgv_in_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
 		$PGV_ROOT_PACKAGES >/dev/null
 }
 
@@ -180,10 +180,30 @@ pgv_make() {
 	fi
 }
 
+# The version string of major version $1 (pg_config --version), installed.
+pgv_version() {
+	pgv_pg_config "$1" >/dev/null || return 1
+	if [ "$1" = 17 ]; then
+		pgv_in_root "$PG_CONFIG" --version
+	else
+		"$PG_CONFIG" --version
+	fi
+}
+
+# Remove directory $1, refusing while anything is mounted in the Debian 13
+# root (rm -rf would go through a bind mount into the host's /dev).
+pgv_remove() {
+	if grep -q " $PGV_ROOT/" /proc/mounts; then
+		echo "refusing to remove $1: $PGV_ROOT has mounts" >&2
+		return 1
+	fi
+	pgv_as_root rm -rf "$1"
+}
+
 # Copy the source tree's tracked files, as they are in the work tree, to
 # directory $2 (made anew); $1 is the source tree.
 pgv_copy_tree() {
-	pgv_as_root rm -rf "$2"
+	pgv_remove "$2" || return 1
 	mkdir -p "$2"
 	git -C "$1" ls-files -z | (cd "$1" && xargs -0 tar cf -) | tar xf - -C "$2"
 }
