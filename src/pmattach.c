@@ -147,7 +147,7 @@ check_header(PmhashLocal *ix, uint64 generation, PmhFileHeader *hdr)
 	memcpy(hdr, ix->base, sizeof(PmhFileHeader));
 	err = pmh_header_check(hdr, ix->mapped_len / PMH_UNIT_SIZE);
 	if (err == NULL &&
-		(hdr->db_oid != ix->key.node.dbNode || hdr->rel_node != ix->key.node.relNode))
+		(hdr->db_oid != ix->key.node.dbOid || hdr->rel_node != ix->key.node.relNumber))
 		err = "The file belongs to another relation; it was copied or moved.";
 	if (err == NULL && generation != 0 && hdr->build_generation != generation)
 		err = "The file does not belong to this build of the index.";
@@ -208,7 +208,7 @@ lost_to_restore(PmhashLocal *ix, const char *path, XLogRecPtr meta_lsn)
 {
 	struct stat st;
 
-	return ix->key.backend == InvalidBackendId && !RecoveryInProgress() &&
+	return ix->key.backend == INVALID_PROC_NUMBER && !RecoveryInProgress() &&
 		stat(path, &st) != 0 && errno == ENOENT &&
 		pmhash_directory_lost_to_restore(meta_lsn);
 }
@@ -344,7 +344,7 @@ attach(Relation index, PmhashLocal *ix)
 	share = pmhash_share_assign(&ix->key, hdr.shard_bits);
 	share->build_generation = hdr.build_generation;
 	share->checksums = (hdr.flags & PMH_FILE_CHECKSUMS) != 0;
-	share->durable = ix->key.backend == InvalidBackendId;
+	share->durable = ix->key.backend == INVALID_PROC_NUMBER;
 	strlcpy(share->path, path, MAXPGPATH);
 	pg_atomic_write_u64(&share->file_units, ix->mapped_len / PMH_UNIT_SIZE);
 	ix->share = share;
@@ -408,7 +408,7 @@ pmhash_open_file(Relation index)
 
 	pmhash_check_preloaded();
 	pmhash_prune_locals();
-	if (ix == NULL || !RelFileNodeEquals(ix->node, index->rd_node) ||
+	if (ix == NULL || !RelFileLocatorEquals(ix->node, index->rd_locator) ||
 		ix->key.backend != index->rd_backend)
 	{
 		/*
@@ -425,7 +425,7 @@ pmhash_open_file(Relation index)
 		index->rd_amcache = cached;
 	}
 	ix->logged = RelationNeedsWAL(index);
-	ix->node = index->rd_node;
+	ix->node = index->rd_locator;
 	namestrcpy(&ix->name, RelationGetRelationName(index));
 	pmhash_fault_set_index(NameStr(ix->name));
 	for (;;)
@@ -452,7 +452,7 @@ pmhash_open_file(Relation index)
  * if the file is missing or cannot be used.  The caller must pmhash_leave().
  */
 PmhashLocal *
-pmhash_open_for_redo(const RelFileNode *node)
+pmhash_open_for_redo(const RelFileLocator *node)
 {
 	PmhashFileKey	key;
 	PmhashLocal   *ix;
@@ -462,7 +462,7 @@ pmhash_open_for_redo(const RelFileNode *node)
 	ix = pmhash_local_entry(&key);
 	ix->logged = false;
 	ix->node = *node;
-	snprintf(NameStr(ix->name), NAMEDATALEN, "with relfilenode %u", node->relNode);
+	snprintf(NameStr(ix->name), NAMEDATALEN, "with relfilenode %u", node->relNumber);
 	for (;;)
 	{
 		pmhash_enter();
@@ -499,11 +499,11 @@ pmhash_create(Relation index, uint32 shard_bits, bool deferred, bool transaction
 	pmhash_make_meta(&meta, pmhash_new_generation(), shard_bits, 0);
 	pmhash_create_file(&key, path, shard_bits, meta.build_generation,
 				transactional ? 0 : PMH_STATE_BUILDING,
-				key.backend == InvalidBackendId, transactional, InvalidFullTransactionId);
+				key.backend == INVALID_PROC_NUMBER, transactional, InvalidFullTransactionId);
 	if (transactional)
 		pmhash_remember_created(&key, RelationGetRelid(index), path);
 	if (RelationNeedsWAL(index))
-		pmhash_log_create(&index->rd_node, meta.build_generation, shard_bits,
+		pmhash_log_create(&index->rd_locator, meta.build_generation, shard_bits,
 						  transactional ? XLOG_PMHASH_CREATE_TRANSACTIONAL : XLOG_PMHASH_CREATE_BUILDING);
 	pmhash_write_meta(index, MAIN_FORKNUM, &meta);
 

@@ -58,16 +58,16 @@
 
 /* Whether the main fork of a relation exists in tablespace spc. */
 static bool
-main_fork_in(Oid spc, Oid db, Oid rel, BackendId backend, RelFileNode *node)
+main_fork_in(Oid spc, Oid db, Oid rel, ProcNumber backend, RelFileLocator *node)
 {
 	char	   *path;
 	struct stat st;
 	bool		exists;
 
-	node->spcNode = spc;
-	node->dbNode = db;
-	node->relNode = rel;
-	path = relpathbackend(*node, backend, MAIN_FORKNUM);
+	node->spcOid = spc;
+	node->dbOid = db;
+	node->relNumber = rel;
+	path = pmhash_relpath(*node, backend, MAIN_FORKNUM);
 	exists = stat(path, &st) == 0 || errno != ENOENT;
 	pfree(path);
 	return exists;
@@ -78,7 +78,7 @@ main_fork_in(Oid spc, Oid db, Oid rel, BackendId backend, RelFileNode *node)
  * leave the tablespace out); if so, node gets its full identity.
  */
 bool
-pmhash_find_main_fork(Oid db, Oid rel, BackendId backend, RelFileNode *node)
+pmhash_find_main_fork(Oid db, Oid rel, ProcNumber backend, RelFileLocator *node)
 {
 	DIR		   *dir;
 	struct dirent *de;
@@ -139,7 +139,7 @@ creator_outcome(uint64 creator)
 	LWLockAcquire(XactTruncationLock, LW_SHARED);
 	if (FullTransactionIdPrecedes(fxid, ReadNextFullTransactionId()) &&
 		FullTransactionIdFollowsOrEquals(fxid,
-										 pmhash_recent_full_xid(ShmemVariableCache->oldestClogXid)) &&
+										 pmhash_recent_full_xid(TransamVariables->oldestClogXid)) &&
 		!TransactionIdIsInProgress(xid))
 		outcome = TransactionIdDidCommit(xid) ? CREATOR_COMMITTED : CREATOR_FAILED;
 	LWLockRelease(XactTruncationLock);
@@ -164,8 +164,8 @@ pmhash_sweep_orphans(int elevel)
 	{
 		Oid			db;
 		Oid			rel;
-		BackendId	backend;
-		RelFileNode node;
+		ProcNumber	backend;
+		RelFileLocator node;
 		PmhFileHeader hdr;
 		char		path[MAXPGPATH];
 

@@ -29,7 +29,12 @@
  * A scan of a multi-column index needs an equality condition on every key
  * column to compute the hash codes it probes; without one it reads every
  * entry of the index (pmscan.c), and is charged that plus disable_cost, so
- * that the planner chooses it only when told to avoid everything else.
+ * that the planner chooses it only when told to avoid everything else.  On
+ * PostgreSQL 18, which counts disabled plan nodes apart from costs, such an
+ * index scan counts as a disabled node instead and is charged its cost
+ * alone; a bitmap scan of it is not disabled (core counts only the bitmap
+ * heap scan's own setting) but fetches every heap page, which costs more
+ * than a sequential scan unless that is disabled or made dearer.
  *
  * Copyright (c) 2026, pmhash developers
  *
@@ -139,8 +144,15 @@ pmhashcostestimate(PlannerInfo *root, IndexPath *path, double loop_count,
 							   (PMH_BUCKET_SLOTS * PMHASH_DEFAULT_FILLFACTOR / 100.0) / BLCKSZ));
 	if (!conditions_every_column(path))
 	{
-		*indexStartupCost = disable_cost;
-		*indexTotalCost = disable_cost + file_pages * random_page_cost +
+		Cost		penalty = disable_cost;
+
+#if PG_VERSION_NUM >= 180000
+		/* 18 compares disabled nodes before costs: this scan is one */
+		path->path.disabled_nodes++;
+		penalty = 0;
+#endif
+		*indexStartupCost = penalty;
+		*indexTotalCost = penalty + file_pages * random_page_cost +
 			path->indexinfo->tuples * (cpu_index_tuple_cost + cpu_operator_cost);
 		*indexSelectivity = 1.0;
 		*indexCorrelation = 0.0;

@@ -33,8 +33,8 @@ void
 pmhash_file_key(Relation index, PmhashFileKey *key)
 {
 	memset(key, 0, sizeof(PmhashFileKey));
-	key->node = index->rd_node;
-	key->node.spcNode = InvalidOid;
+	key->node = index->rd_locator;
+	key->node.spcOid = InvalidOid;
 	key->backend = index->rd_backend;
 }
 
@@ -42,27 +42,27 @@ pmhash_file_key(Relation index, PmhashFileKey *key)
 void
 pmhash_file_path(const PmhashFileKey *key, char *path)
 {
-	if (key->backend == InvalidBackendId)
+	if (key->backend == INVALID_PROC_NUMBER)
 		snprintf(path, MAXPGPATH, "%s/%u_%u.pmh", pmhash_directory,
-				 key->node.dbNode, key->node.relNode);
+				 key->node.dbOid, key->node.relNumber);
 	else
 		snprintf(path, MAXPGPATH, "%s/t%d_%u_%u.pmh", pmhash_directory,
-				 key->backend, key->node.dbNode, key->node.relNode);
+				 key->backend, key->node.dbOid, key->node.relNumber);
 }
 
 /* The key of a permanent index's file. */
 void
-pmhash_permanent_key(const RelFileNode *node, PmhashFileKey *key)
+pmhash_permanent_key(const RelFileLocator *node, PmhashFileKey *key)
 {
 	memset(key, 0, sizeof(PmhashFileKey));
 	key->node = *node;
-	key->node.spcNode = InvalidOid;
-	key->backend = InvalidBackendId;
+	key->node.spcOid = InvalidOid;
+	key->backend = INVALID_PROC_NUMBER;
 }
 
 /* Parse an index file name into its identity; false if it is not one. */
 bool
-pmhash_parse_file_name(const char *name, Oid *db, Oid *rel, BackendId *backend)
+pmhash_parse_file_name(const char *name, Oid *db, Oid *rel, ProcNumber *backend)
 {
 	int			b;
 	char		tail[8];
@@ -70,7 +70,7 @@ pmhash_parse_file_name(const char *name, Oid *db, Oid *rel, BackendId *backend)
 	if (sscanf(name, "t%d_%u_%u.%7s", &b, db, rel, tail) == 4 && strcmp(tail, "pmh") == 0)
 		*backend = b;
 	else if (sscanf(name, "%u_%u.%7s", db, rel, tail) == 3 && strcmp(tail, "pmh") == 0)
-		*backend = InvalidBackendId;
+		*backend = INVALID_PROC_NUMBER;
 	else
 		return false;
 	return true;

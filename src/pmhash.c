@@ -199,9 +199,12 @@ pmhash_check_preloaded(void)
 bytea *
 pmhashoptions(Datum reloptions, bool validate)
 {
+	/* designated: 18 added a field that pmhash leaves zero */
 	static const relopt_parse_elt tab[] = {
-		{"shards", RELOPT_TYPE_INT, offsetof(PmhashOptions, shards)},
-		{"fillfactor", RELOPT_TYPE_INT, offsetof(PmhashOptions, fillfactor)},
+		{.optname = "shards", .opttype = RELOPT_TYPE_INT,
+		.offset = offsetof(PmhashOptions, shards)},
+		{.optname = "fillfactor", .opttype = RELOPT_TYPE_INT,
+		.offset = offsetof(PmhashOptions, fillfactor)},
 	};
 	PmhashOptions *opts;
 
@@ -231,6 +234,14 @@ pmhash_handler(PG_FUNCTION_ARGS)
 	amroutine->amoptsprocnum = 0;
 	amroutine->amcanorder = false;
 	amroutine->amcanorderbyop = false;
+#if PG_VERSION_NUM >= 180000
+	/* false: hash's rules would file function 1 under its input type ("char") */
+	amroutine->amcanhash = false;
+	/* as hash: a family's equalities agree across types, as its hashes must */
+	amroutine->amconsistentequality = true;
+	/* no ordering operators */
+	amroutine->amconsistentordering = false;
+#endif
 	amroutine->amcanbackward = true;
 	amroutine->amcanunique = true;
 	amroutine->amcanmulticol = true;
@@ -241,18 +252,34 @@ pmhash_handler(PG_FUNCTION_ARGS)
 	amroutine->amclusterable = false;
 	amroutine->ampredlocks = true;
 	amroutine->amcanparallel = false;
+#if PG_VERSION_NUM >= 170000
+	/* false: pmhashbuild plans its own workers (pmparallel.c) */
+	amroutine->amcanbuildparallel = false;
+#endif
 	amroutine->amcaninclude = false;
 	amroutine->amusemaintenanceworkmem = false;
+#if PG_VERSION_NUM >= 160000
+	/* false: entries point at tuples, not block ranges */
+	amroutine->amsummarizing = false;
+#endif
 	amroutine->amparallelvacuumoptions = VACUUM_OPTION_PARALLEL_BULKDEL;
 	amroutine->amkeytype = INT4OID;
 
 	amroutine->ambuild = pmhashbuild;
 	amroutine->ambuildempty = pmhashbuildempty;
 	amroutine->aminsert = pmhashinsert;
+#if PG_VERSION_NUM >= 170000
+	/* none: pmxact.c logs pending INSERT records before commit */
+	amroutine->aminsertcleanup = NULL;
+#endif
 	amroutine->ambulkdelete = pmhashbulkdelete;
 	amroutine->amvacuumcleanup = pmhashvacuumcleanup;
 	amroutine->amcanreturn = NULL;
 	amroutine->amcostestimate = pmhashcostestimate;
+#if PG_VERSION_NUM >= 180000
+	/* none: not a tree */
+	amroutine->amgettreeheight = NULL;
+#endif
 	amroutine->amoptions = pmhashoptions;
 	amroutine->amproperty = NULL;
 	amroutine->ambuildphasename = pmhashbuildphasename;
@@ -268,6 +295,11 @@ pmhash_handler(PG_FUNCTION_ARGS)
 	amroutine->amestimateparallelscan = NULL;
 	amroutine->aminitparallelscan = NULL;
 	amroutine->amparallelrescan = NULL;
+#if PG_VERSION_NUM >= 180000
+	/* equality's strategy numbers, for core code that asks (pmvalidate.c) */
+	amroutine->amtranslatestrategy = pmhashtranslatestrategy;
+	amroutine->amtranslatecmptype = pmhashtranslatecmptype;
+#endif
 
 	PG_RETURN_POINTER(amroutine);
 }

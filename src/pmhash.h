@@ -21,7 +21,7 @@
 #include "nodes/pathnodes.h"
 #include "storage/bufpage.h"
 #include "storage/lwlock.h"
-#include "storage/relfilenode.h"
+#include "pmcompat.h"
 #include "utils/relcache.h"
 
 #include "core/pmh_core.h"
@@ -103,8 +103,8 @@ typedef enum PmhashShareState
 /* Identity of an index file: relfilenode (tablespace zeroed) plus owning backend for temp. */
 typedef struct PmhashFileKey
 {
-	RelFileNode node;
-	BackendId	backend;
+	RelFileLocator node;
+	ProcNumber	backend;
 } PmhashFileKey;
 
 /* Shared state of one attached index. */
@@ -158,7 +158,7 @@ typedef struct PmhashLocal
 	SubTransactionId *pending_subids;	/* the subtransaction of each */
 	uint32		npending;
 	XLogRecPtr	pending_since;	/* earliest stamp among them */
-	RelFileNode node;			/* full identity for WAL records */
+	RelFileLocator node;			/* full identity for WAL records */
 } PmhashLocal;
 
 /*
@@ -253,13 +253,13 @@ extern void pmhash_fault_register(const char *base, size_t len);
 extern void pmhash_fault_unregister(const char *base);
 extern void pmhash_fault_set_index(const char *name);
 extern void pmhash_report_damaged(int elevel, const char *index_name, const char *detail);
-extern void pmhash_raise_damaged(const char *index_name, const char *detail) pg_attribute_noreturn();
+pg_noreturn extern void pmhash_raise_damaged(const char *index_name, const char *detail);
 
 /* pmfilename.c */
 extern void pmhash_file_key(Relation index, PmhashFileKey *key);
-extern void pmhash_permanent_key(const RelFileNode *node, PmhashFileKey *key);
+extern void pmhash_permanent_key(const RelFileLocator *node, PmhashFileKey *key);
 extern void pmhash_file_path(const PmhashFileKey *key, char *path);
-extern bool pmhash_parse_file_name(const char *name, Oid *db, Oid *rel, BackendId *backend);
+extern bool pmhash_parse_file_name(const char *name, Oid *db, Oid *rel, ProcNumber *backend);
 extern bool pmhash_is_plain_file(const char *path);
 
 /* pmshadow.c */
@@ -325,12 +325,12 @@ extern void pmhash_finish_build(PmhashLocal *ix);
 extern void pmhash_create_file(const PmhashFileKey *key, const char *path, uint32 shard_bits,
 							uint64 generation, uint32 state, bool durable, bool transactional,
 							FullTransactionId creator);
-extern void pmhash_create_for_redo(const RelFileNode *node, uint64 generation, uint32 shard_bits,
+extern void pmhash_create_for_redo(const RelFileLocator *node, uint64 generation, uint32 shard_bits,
 								uint32 state, FullTransactionId creator);
-extern bool pmhash_copy_file(const RelFileNode *from, const RelFileNode *to, bool logged);
-extern bool pmhash_copy_data_for_redo(const RelFileNode *node, uint64 file_size, uint64 offset,
+extern bool pmhash_copy_file(const RelFileLocator *from, const RelFileLocator *to, bool logged);
+extern bool pmhash_copy_data_for_redo(const RelFileLocator *node, uint64 file_size, uint64 offset,
 									  const char *data, uint32 size, uint32 flags);
-extern void pmhash_create_placeholder(const RelFileNode *node);
+extern void pmhash_create_placeholder(const RelFileLocator *node);
 extern bool pmhash_read_file_header(const char *path, PmhFileHeader *hdr);
 extern void pmhash_set_file_state(const char *path, uint64 set_bits);
 extern void pmhash_settle_file_creator(const char *path);
@@ -338,7 +338,7 @@ extern void pmhash_unlink_file(const char *path);
 
 /* pmattach.c */
 extern PmhashLocal *pmhash_open_file(Relation index);
-extern PmhashLocal *pmhash_open_for_redo(const RelFileNode *node);
+extern PmhashLocal *pmhash_open_for_redo(const RelFileLocator *node);
 extern PmhashLocal *pmhash_create(Relation index, uint32 shard_bits, bool deferred, bool transactional);
 extern const char *pmhash_check_attached_header(PmhashLocal *ix);
 
@@ -364,7 +364,7 @@ extern BlockNumber pmhash_predicate_block(PmhashLocal *ix, uint32 hash);
 extern uint64 pmhash_shard_entries(Relation index, PmhashLocal *ix, uint32 shard,
 								   PmhEntry **entries, uint64 *maxentries);
 extern char *pmhash_shard_damage_detail(uint32 shard);
-extern void pmhash_raise_shard_damaged(const char *index_name, uint32 shard) pg_attribute_noreturn();
+pg_noreturn extern void pmhash_raise_shard_damaged(const char *index_name, uint32 shard);
 
 /* pmkey.c */
 
@@ -402,17 +402,17 @@ extern void pmhash_key_reader_release(PmhashKeyReader *kr);
 extern void pmhash_key_reader_end(PmhashKeyReader *kr);
 
 /* pmxlog.c */
-extern XLogRecPtr pmhash_log_create(const RelFileNode *node, uint64 generation, uint32 shard_bits,
+extern XLogRecPtr pmhash_log_create(const RelFileLocator *node, uint64 generation, uint32 shard_bits,
 								 uint32 flags);
-extern XLogRecPtr pmhash_log_built(const RelFileNode *node);
-extern XLogRecPtr pmhash_log_inserts(const RelFileNode *node, const PmhEntry *entries,
+extern XLogRecPtr pmhash_log_built(const RelFileLocator *node);
+extern XLogRecPtr pmhash_log_inserts(const RelFileLocator *node, const PmhEntry *entries,
 								  uint32 count, XLogRecPtr since);
-extern XLogRecPtr pmhash_log_rebuild(const RelFileNode *node, uint32 shard, double fill,
+extern XLogRecPtr pmhash_log_rebuild(const RelFileLocator *node, uint32 shard, double fill,
 								  const PmhEntry *entries, uint64 count);
-extern XLogRecPtr pmhash_log_delete(const RelFileNode *node, uint32 shard, PmhashRemoval removal,
+extern XLogRecPtr pmhash_log_delete(const RelFileLocator *node, uint32 shard, PmhashRemoval removal,
 								 TransactionId conflict_horizon, PmhEntry *entries,
 								 uint64 count);
-extern void pmhash_log_copy(const RelFileNode *to, const char *base, uint64 size);
+extern void pmhash_log_copy(const RelFileLocator *to, const char *base, uint64 size);
 extern int	pmhash_entry_tid_cmp(const void *a, const void *b);
 
 /* pmredo.c */
@@ -431,7 +431,7 @@ typedef enum PmhashDistrust
 extern void pmhash_recovery_flag_files(XLogRecPtr point, PmhashDistrust distrust);
 extern void pmhash_recovery_after_crash(void);
 extern void pmhash_recovery_finish(void);
-extern void pmhash_mark_needs_rebuild(const RelFileNode *node);
+extern void pmhash_mark_needs_rebuild(const RelFileLocator *node);
 
 /* pmbuild.c */
 extern PmhashLocal *pmhash_open(Relation index, bool *rebuilt);
@@ -501,11 +501,11 @@ extern void pmhash_utility_init(void);
 /* pmcleaner.c */
 extern void pmhash_sweep_orphans(int elevel);
 extern FullTransactionId pmhash_recent_full_xid(TransactionId xid);
-extern bool pmhash_find_main_fork(Oid db, Oid rel, BackendId backend, RelFileNode *node);
-extern void pmhash_worker_main(Datum arg) pg_attribute_noreturn();
+extern bool pmhash_find_main_fork(Oid db, Oid rel, ProcNumber backend, RelFileLocator *node);
+pg_noreturn extern PGDLLEXPORT void pmhash_worker_main(Datum arg);
 
 /* pmsyncer.c */
-extern void pmhash_syncer_main(Datum arg) pg_attribute_noreturn();
+pg_noreturn extern PGDLLEXPORT void pmhash_syncer_main(Datum arg);
 
 /* pmxact.c */
 extern void pmhash_xact_init(void);
@@ -538,6 +538,10 @@ extern Oid	pmhash_column_equality(Relation index, int column, StrategyNumber *st
 extern void pmhashadjustmembers(Oid opfamilyoid, Oid opclassoid, List *operators,
 								List *functions);
 extern bool pmhashvalidate(Oid opclassoid);
+#if PG_VERSION_NUM >= 180000
+extern CompareType pmhashtranslatestrategy(StrategyNumber strategy, Oid opfamily);
+extern StrategyNumber pmhashtranslatecmptype(CompareType cmptype, Oid opfamily);
+#endif
 /*
  * A scan key flag, of the bits left to access methods: the executor
  * rechecks this array condition with a hash table (pmrecheck.c).

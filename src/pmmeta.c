@@ -104,8 +104,7 @@ pmhash_write_meta(Relation index, ForkNumber fork, const PmhashMetaData *meta)
 		fill_meta_page(block.data, meta);
 		PageSetChecksumInplace(block.data, PMHASH_META_BLKNO);
 		smgrwrite(RelationGetSmgr(index), fork, PMHASH_META_BLKNO, block.data, true);
-		log_newpage(&(RelationGetSmgr(index))->smgr_rnode.node, fork,
-					PMHASH_META_BLKNO, block.data, true);
+		log_newpage(&index->rd_locator, fork, PMHASH_META_BLKNO, block.data, true);
 		smgrimmedsync(RelationGetSmgr(index), fork);
 	}
 }

@@ -46,7 +46,7 @@ buffer_in_pool(Relation heap, BlockNumber block)
 
 	if (RelationUsesLocalBuffers(heap))
 		return InvalidBuffer;
-	INIT_BUFFERTAG(tag, heap->rd_node, MAIN_FORKNUM, block);
+	InitBufferTag(&tag, &heap->rd_locator, MAIN_FORKNUM, block);
 	hash = BufTableHashCode(&tag);
 	lock = BufMappingPartitionLock(hash);
 	LWLockAcquire(lock, LW_SHARED);

@@ -134,11 +134,11 @@ pmhash_recovery_flag_files(XLogRecPtr point, PmhashDistrust distrust)
 		char		path[MAXPGPATH];
 		Oid			db;
 		Oid			rel;
-		BackendId	backend;
+		ProcNumber	backend;
 
 		/* temporary and unlogged indexes are gone or reset after a crash */
 		if (!pmhash_parse_file_name(de->d_name, &db, &rel, &backend) ||
-			backend != InvalidBackendId)
+			backend != INVALID_PROC_NUMBER)
 			continue;
 		snprintf(path, MAXPGPATH, "%s/%s", pmhash_directory, de->d_name);
 		if (distrust == PMHASH_TRUST_FILES)
@@ -194,24 +194,24 @@ pmhash_recovery_finish(void)
  * rebuilt, or leave a placeholder that says so if the index still exists.
  */
 void
-pmhash_mark_needs_rebuild(const RelFileNode *node)
+pmhash_mark_needs_rebuild(const RelFileLocator *node)
 {
 	PmhashFileKey	key;
 	char		path[MAXPGPATH];
 	struct stat st;
-	RelFileNode main_node;
+	RelFileLocator main_node;
 
 	memset(&key, 0, sizeof(key));
 	key.node = *node;
-	key.node.spcNode = InvalidOid;
-	key.backend = InvalidBackendId;
+	key.node.spcOid = InvalidOid;
+	key.backend = INVALID_PROC_NUMBER;
 	pmhash_file_path(&key, path);
 	if (stat(path, &st) == 0)
 	{
 		pmhash_set_file_state(path, PMH_STATE_NEEDS_REBUILD);
 		return;
 	}
-	if (!pmhash_find_main_fork(node->dbNode, node->relNode, InvalidBackendId, &main_node))
+	if (!pmhash_find_main_fork(node->dbOid, node->relNumber, INVALID_PROC_NUMBER, &main_node))
 		return;
 	pmhash_create_placeholder(&main_node);
 }

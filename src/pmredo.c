@@ -67,22 +67,22 @@ record_entries(XLogReaderState *record, bool with_hash, size_t header_size)
 
 /* Remember a file whose records replay had to skip. */
 static void
-note_unapplied(const RelFileNode *node)
+note_unapplied(const RelFileLocator *node)
 {
 	ListCell   *lc;
-	RelFileNode *copy;
+	RelFileLocator *copy;
 
 	foreach(lc, unapplied_files)
 	{
-		if (RelFileNodeEquals(*(RelFileNode *) lfirst(lc), *node))
+		if (RelFileLocatorEquals(*(RelFileLocator *) lfirst(lc), *node))
 			return;
 	}
-	copy = MemoryContextAlloc(TopMemoryContext, sizeof(RelFileNode));
+	copy = MemoryContextAlloc(TopMemoryContext, sizeof(RelFileLocator));
 	*copy = *node;
 	unapplied_files = lappend(unapplied_files, copy);
 	ereport(LOG,
 			(errmsg("pmhash: WAL for index file %u/%u/%u cannot be replayed; the index will be rebuilt from its table after recovery",
-					node->spcNode, node->dbNode, node->relNode)));
+					node->spcOid, node->dbOid, node->relNumber)));
 }
 
 /*
@@ -90,7 +90,7 @@ note_unapplied(const RelFileNode *node)
  * records.  The caller must pmhash_leave().
  */
 static PmhashLocal *
-redo_open(const RelFileNode *node)
+redo_open(const RelFileLocator *node)
 {
 	PmhashLocal   *ix = pmhash_open_for_redo(node);
 
@@ -186,7 +186,7 @@ redo_delete(XLogReaderState *record, uint8 info)
 		TransactionId horizon = ((xl_pmhash_kill *) xlrec)->conflict_horizon;
 
 		if (TransactionIdIsValid(horizon))
-			ResolveRecoveryConflictWithSnapshot(horizon, xlrec->node);
+			ResolveRecoveryConflictWithSnapshot(horizon, false, xlrec->node);
 	}
 	ix = redo_open(&xlrec->node);
 	if (ix == NULL)
@@ -380,7 +380,7 @@ pmhash_desc(StringInfo buf, XLogReaderState *record)
 				xl_pmhash_create *xlrec = (xl_pmhash_create *) data;
 
 				appendStringInfo(buf, "rel %u/%u/%u; generation " UINT64_FORMAT "; shards %u%s%s",
-								 xlrec->node.spcNode, xlrec->node.dbNode, xlrec->node.relNode,
+								 xlrec->node.spcOid, xlrec->node.dbOid, xlrec->node.relNumber,
 								 xlrec->generation, 1U << xlrec->shard_bits,
 								 (xlrec->flags & XLOG_PMHASH_CREATE_TRANSACTIONAL) ? "; transactional" : "",
 								 (xlrec->flags & XLOG_PMHASH_CREATE_BUILDING) ? "; rebuild from the table" : "");
@@ -391,7 +391,7 @@ pmhash_desc(StringInfo buf, XLogReaderState *record)
 				xl_pmhash_insert *xlrec = (xl_pmhash_insert *) data;
 
 				appendStringInfo(buf, "rel %u/%u/%u; entries %u; stamped since %X/%X",
-								 xlrec->node.spcNode, xlrec->node.dbNode, xlrec->node.relNode,
+								 xlrec->node.spcOid, xlrec->node.dbOid, xlrec->node.relNumber,
 								 xlrec->count, LSN_FORMAT_ARGS(xlrec->since));
 				break;
 			}
@@ -403,7 +403,7 @@ pmhash_desc(StringInfo buf, XLogReaderState *record)
 				xl_pmhash_entries *xlrec = (xl_pmhash_entries *) data;
 
 				appendStringInfo(buf, "rel %u/%u/%u; shard %u; entries " UINT64_FORMAT,
-								 xlrec->node.spcNode, xlrec->node.dbNode, xlrec->node.relNode,
+								 xlrec->node.spcOid, xlrec->node.dbOid, xlrec->node.relNumber,
 								 xlrec->shard, xlrec->count);
 				if (info == XLOG_PMHASH_KILL)
 					appendStringInfo(buf, "; conflict horizon %u",
@@ -415,8 +415,8 @@ pmhash_desc(StringInfo buf, XLogReaderState *record)
 				xl_pmhash_copy *xlrec = (xl_pmhash_copy *) data;
 
 				appendStringInfo(buf, "from rel %u/%u/%u; to rel %u/%u/%u",
-								 xlrec->from.spcNode, xlrec->from.dbNode, xlrec->from.relNode,
-								 xlrec->to.spcNode, xlrec->to.dbNode, xlrec->to.relNode);
+								 xlrec->from.spcOid, xlrec->from.dbOid, xlrec->from.relNumber,
+								 xlrec->to.spcOid, xlrec->to.dbOid, xlrec->to.relNumber);
 				break;
 			}
 		case XLOG_PMHASH_COPY_DATA:
@@ -424,7 +424,7 @@ pmhash_desc(StringInfo buf, XLogReaderState *record)
 				xl_pmhash_copy_data *xlrec = (xl_pmhash_copy_data *) data;
 
 				appendStringInfo(buf, "rel %u/%u/%u; bytes %u at " UINT64_FORMAT " of " UINT64_FORMAT "%s%s",
-								 xlrec->node.spcNode, xlrec->node.dbNode, xlrec->node.relNode,
+								 xlrec->node.spcOid, xlrec->node.dbOid, xlrec->node.relNumber,
 								 xlrec->size, xlrec->offset, xlrec->file_size,
 								 (xlrec->flags & XLOG_PMHASH_COPY_FIRST) ? "; first" : "",
 								 (xlrec->flags & XLOG_PMHASH_COPY_LAST) ? "; last" : "");
@@ -435,7 +435,7 @@ pmhash_desc(StringInfo buf, XLogReaderState *record)
 				xl_pmhash_built *xlrec = (xl_pmhash_built *) data;
 
 				appendStringInfo(buf, "rel %u/%u/%u",
-								 xlrec->node.spcNode, xlrec->node.dbNode, xlrec->node.relNode);
+								 xlrec->node.spcOid, xlrec->node.dbOid, xlrec->node.relNumber);
 				break;
 			}
 	}
@@ -602,7 +602,7 @@ pmhash_cleanup(void)
 	pmhash_directory_restore_end(GetXLogReplayRecPtr(NULL));
 	pmhash_recovery_finish();
 	foreach(lc, unapplied_files)
-		pmhash_mark_needs_rebuild((RelFileNode *) lfirst(lc));
+		pmhash_mark_needs_rebuild((RelFileLocator *) lfirst(lc));
 	list_free_deep(unapplied_files);
 	unapplied_files = NIL;
 }

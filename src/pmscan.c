@@ -536,6 +536,11 @@ search(IndexScanDesc scan, bool ordered)
 	}
 	else
 		ncodes = every_column ? probe_codes(scan, probed, &codes, arrays, elements, nelements) : -1;
+#if PG_VERSION_NUM >= 180000
+	/* 18's EXPLAIN ANALYZE: a search per probed code, or one that reads everything */
+	if (scan->instrument)
+		scan->instrument->nsearches += ncodes < 0 ? 1 : ncodes;
+#endif
 	/*
 	 * Only an array condition on an index of one column can be exact; one
 	 * whose recheck is hashed is left to it.

@@ -194,7 +194,7 @@ pmhash_enter(void)
 	if (enter_depth++ > 0)
 		return;
 	/* an exchange is a full barrier, and cheaper than a store and a fence */
-	(void) pg_atomic_exchange_u64(&announce[MyProc->pgprocno].epoch,
+	(void) pg_atomic_exchange_u64(&announce[GetNumberFromPGProc(MyProc)].epoch,
 								  pg_atomic_read_u64(&shared->epoch));
 }
 
@@ -207,7 +207,7 @@ clear_announcement(void)
 	 * clearing store.  A full barrier here would wait for every pending
 	 * cache-line flush as well.
 	 */
-	__atomic_store_n(&announce[MyProc->pgprocno].epoch.value, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&announce[GetNumberFromPGProc(MyProc)].epoch.value, 0, __ATOMIC_RELEASE);
 }
 
 /* End of an announced section. */
@@ -255,7 +255,7 @@ pmhash_readers_done(uint64 epoch)
 	{
 		uint64		seen;
 
-		if (MyProc && i == MyProc->pgprocno)
+		if (MyProc && i == GetNumberFromPGProc(MyProc))
 			continue;
 		seen = pg_atomic_read_u64(&announce[i].epoch);
 		if (seen != 0 && seen < epoch)
@@ -292,7 +292,7 @@ pmhash_share_find(const PmhashFileKey *key)
 static bool
 share_is_orphan(PmhashShare *share)
 {
-	char	   *path = relpathbackend(share->key.node, share->key.backend, MAIN_FORKNUM);
+	char	   *path = pmhash_relpath(share->key.node, share->key.backend, MAIN_FORKNUM);
 	struct stat st;
 	bool		orphan = stat(path, &st) != 0 && errno == ENOENT;
 

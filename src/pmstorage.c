@@ -47,7 +47,7 @@ pmhash_create_file(const PmhashFileKey *key, const char *path, uint32 shard_bits
 				uint32 state, bool durable, bool transactional, FullTransactionId creator)
 {
 	PmhFileHeader hdr;
-	uint32		flags = key->backend != InvalidBackendId ? PMH_FILE_TEMP : 0;
+	uint32		flags = key->backend != INVALID_PROC_NUMBER ? PMH_FILE_TEMP : 0;
 	size_t		len;
 	int			is_pmem;
 	char	   *base;
@@ -61,8 +61,8 @@ pmhash_create_file(const PmhashFileKey *key, const char *path, uint32 shard_bits
 		ereport(ERROR,
 				(errcode_for_file_access(),
 				 errmsg("could not remove old pmhash file \"%s\": %m", path)));
-	pmh_header_init(&hdr, key->node.spcNode, key->node.dbNode, key->node.relNode,
-					key->backend == InvalidBackendId ? -1 : key->backend,
+	pmh_header_init(&hdr, key->node.spcOid, key->node.dbOid, key->node.relNumber,
+					key->backend == INVALID_PROC_NUMBER ? -1 : key->backend,
 					generation, shard_bits, flags);
 	hdr.state = state;
 	if (transactional)
@@ -94,7 +94,7 @@ pmhash_create_file(const PmhashFileKey *key, const char *path, uint32 shard_bits
  * transactional.
  */
 void
-pmhash_create_for_redo(const RelFileNode *node, uint64 generation, uint32 shard_bits,
+pmhash_create_for_redo(const RelFileLocator *node, uint64 generation, uint32 shard_bits,
 					uint32 state, FullTransactionId creator)
 {
 	PmhashFileKey	key;
@@ -115,7 +115,7 @@ pmhash_create_for_redo(const RelFileNode *node, uint64 generation, uint32 shard_
  * the source cannot be read.
  */
 bool
-pmhash_copy_file(const RelFileNode *from, const RelFileNode *to, bool logged)
+pmhash_copy_file(const RelFileLocator *from, const RelFileLocator *to, bool logged)
 {
 	PmhashFileKey	src_key;
 	PmhashFileKey	dst_key;
@@ -158,9 +158,9 @@ pmhash_copy_file(const RelFileNode *from, const RelFileNode *to, bool logged)
 	}
 	memcpy(dst_base, src_base, src_len);
 	hdr = (PmhFileHeader *) dst_base;
-	hdr->spc_oid = to->spcNode;	/* informational: names ignore it */
-	hdr->db_oid = to->dbNode;
-	hdr->rel_node = to->relNode;
+	hdr->spc_oid = to->spcOid;	/* informational: names ignore it */
+	hdr->db_oid = to->dbOid;
+	hdr->rel_node = to->relNumber;
 	hdr->checksum = pmh_header_checksum(hdr);
 	/* the copy holds no replayed change that a later sync would clear */
 	hdr->state &= ~PMH_STATE_REDO_DIRTY;
@@ -180,7 +180,7 @@ pmhash_copy_file(const RelFileNode *from, const RelFileNode *to, bool logged)
  * makes it durable.  False (logged) if the file cannot be written.
  */
 bool
-pmhash_copy_data_for_redo(const RelFileNode *node, uint64 file_size, uint64 offset,
+pmhash_copy_data_for_redo(const RelFileLocator *node, uint64 file_size, uint64 offset,
 						  const char *data, uint32 size, uint32 flags)
 {
 	PmhashFileKey	key;
@@ -235,11 +235,11 @@ pmhash_copy_data_for_redo(const RelFileNode *node, uint64 file_size, uint64 offs
  * missing after recovery, with the build generation of its metapage.
  */
 void
-pmhash_create_placeholder(const RelFileNode *node)
+pmhash_create_placeholder(const RelFileLocator *node)
 {
 	PmhashFileKey	key;
 	char		path[MAXPGPATH];
-	SMgrRelation smgr = smgropen(*node, InvalidBackendId);
+	SMgrRelation smgr = smgropen(*node, INVALID_PROC_NUMBER);
 	Buffer		buf;
 	PmhashMetaData meta;
 

@@ -75,14 +75,14 @@ acquire_slot(void)
 	{
 		if (SearchNamedReplicationSlot(PMHASH_SLOT_NAME, true) == NULL)
 		{
-			ReplicationSlotCreate(PMHASH_SLOT_NAME, false, RS_PERSISTENT, false);
+			ReplicationSlotCreate(PMHASH_SLOT_NAME, false, RS_PERSISTENT, false, false, false);
 			ReplicationSlotReserveWal();
 			ReplicationSlotMarkDirty();
 			ReplicationSlotSave();
 		}
 		else
 		{
-			ReplicationSlotAcquire(PMHASH_SLOT_NAME, true);
+			ReplicationSlotAcquire(PMHASH_SLOT_NAME, true, false);
 			if (!SlotIsPhysical(MyReplicationSlot))
 				ereport(ERROR,
 						(errmsg("replication slot \"%s\" is not a physical slot", PMHASH_SLOT_NAME)));

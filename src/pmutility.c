@@ -122,7 +122,7 @@ pmhash_indexes(void)
 
 /* Copy the file of one index to its new relfilenode; log it and undo it on abort. */
 static void
-carry_file(const RelFileNode *from, const RelFileNode *to, Oid relid, bool logged)
+carry_file(const RelFileLocator *from, const RelFileLocator *to, Oid relid, bool logged)
 {
 	PmhashFileKey	key;
 	char		path[MAXPGPATH];
@@ -131,8 +131,8 @@ carry_file(const RelFileNode *from, const RelFileNode *to, Oid relid, bool logge
 		return;					/* no source file: opening the index reports it */
 	memset(&key, 0, sizeof(key));
 	key.node = *to;
-	key.node.spcNode = InvalidOid;
-	key.backend = InvalidBackendId;
+	key.node.spcOid = InvalidOid;
+	key.backend = INVALID_PROC_NUMBER;
 	pmhash_file_path(&key, path);
 	pmhash_remember_created(&key, relid, path);
 }
@@ -148,20 +148,20 @@ carry_moved_indexes(List *before)
 		IndexStorage *was = lfirst(lc);
 		HeapTuple	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(was->relid));
 		Form_pg_class form;
-		RelFileNode from;
-		RelFileNode to;
+		RelFileLocator from;
+		RelFileLocator to;
 
 		if (!HeapTupleIsValid(tuple))
 			continue;
 		form = (Form_pg_class) GETSTRUCT(tuple);
 		if (form->relfilenode != was->relnode && was->persistence != RELPERSISTENCE_TEMP)
 		{
-			from.spcNode = was->spc ? was->spc : MyDatabaseTableSpace;
-			from.dbNode = MyDatabaseId;
-			from.relNode = was->relnode;
-			to.spcNode = form->reltablespace ? form->reltablespace : MyDatabaseTableSpace;
-			to.dbNode = MyDatabaseId;
-			to.relNode = form->relfilenode;
+			from.spcOid = was->spc ? was->spc : MyDatabaseTableSpace;
+			from.dbOid = MyDatabaseId;
+			from.relNumber = was->relnode;
+			to.spcOid = form->reltablespace ? form->reltablespace : MyDatabaseTableSpace;
+			to.dbOid = MyDatabaseId;
+			to.relNumber = form->relfilenode;
 			carry_file(&from, &to, was->relid, was->persistence == RELPERSISTENCE_PERMANENT);
 		}
 		ReleaseSysCache(tuple);
@@ -246,18 +246,18 @@ copy_database_files(Oid template_oid, Oid new_oid)
 	{
 		Oid			db;
 		Oid			rel;
-		BackendId	backend;
-		RelFileNode from;
-		RelFileNode to;
+		ProcNumber	backend;
+		RelFileLocator from;
+		RelFileLocator to;
 
 		if (!pmhash_parse_file_name(de->d_name, &db, &rel, &backend) ||
-			backend != InvalidBackendId || db != template_oid)
+			backend != INVALID_PROC_NUMBER || db != template_oid)
 			continue;
-		from.spcNode = InvalidOid;
-		from.dbNode = template_oid;
-		from.relNode = rel;
+		from.spcOid = InvalidOid;
+		from.dbOid = template_oid;
+		from.relNumber = rel;
 		to = from;
-		to.dbNode = new_oid;
+		to.dbOid = new_oid;
 		carry_file(&from, &to, InvalidOid, true);
 	}
 	if (dir != NULL)

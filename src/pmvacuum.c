@@ -357,7 +357,7 @@ vacuum_shards(Relation index, IndexBulkDeleteCallback callback, void *callback_s
 			removed += (double) settle_suspects(ix, s, share_gen, &vs);
 			pmhash_leave();
 		}
-		vacuum_delay_point();
+		vacuum_delay_point(false);
 	}
 	ix = pmhash_open(index, NULL);
 	if (ix->ndirty > 0)

@@ -256,3 +256,44 @@ pmhashvalidate(Oid opclassoid)
 	ReleaseSysCache(classtup);
 	return result;
 }
+
+#if PG_VERSION_NUM >= 180000
+/*
+ * Equality's strategy number in a family: 3, or 1 in a family of version
+ * 0.1 that has no operator numbered 3 (tried in that order, as
+ * equality_in_family does).
+ */
+static StrategyNumber
+family_equal_strategy(Oid opfamily)
+{
+	CatCList   *oprlist = SearchSysCacheList1(AMOPSTRATEGY, ObjectIdGetDatum(opfamily));
+	bool		has_current = false;
+	bool		has_0_1 = false;
+
+	for (int i = 0; i < oprlist->n_members; i++)
+	{
+		Form_pg_amop oprform = (Form_pg_amop) GETSTRUCT(&oprlist->members[i]->tuple);
+
+		has_current |= oprform->amopstrategy == PMHASH_EQUAL_STRATEGY;
+		has_0_1 |= oprform->amopstrategy == PMHASH_EQUAL_STRATEGY_0_1;
+	}
+	ReleaseCatCacheList(oprlist);
+	return has_0_1 && !has_current ? PMHASH_EQUAL_STRATEGY_0_1 : PMHASH_EQUAL_STRATEGY;
+}
+
+/* amtranslatestrategy: both of equality's numbers mean equality. */
+CompareType
+pmhashtranslatestrategy(StrategyNumber strategy, Oid opfamily pg_attribute_unused())
+{
+	return pmhash_is_equal_strategy(strategy) ? COMPARE_EQ : COMPARE_INVALID;
+}
+
+/* amtranslatecmptype: equality is the family's equality number; nothing else is. */
+StrategyNumber
+pmhashtranslatecmptype(CompareType cmptype, Oid opfamily)
+{
+	if (cmptype != COMPARE_EQ)
+		return InvalidStrategy;
+	return family_equal_strategy(opfamily);
+}
+#endif

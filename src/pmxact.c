@@ -218,7 +218,7 @@ void
 pmhash_remember_created(const PmhashFileKey *key, Oid relid, const char *path)
 {
 	created_files = track(created_files, TopMemoryContext, key, relid, path);
-	if (key->backend != InvalidBackendId)
+	if (key->backend != INVALID_PROC_NUMBER)
 	{
 		temp_files = track(temp_files, TopMemoryContext, key, relid, path);
 		if (!exit_callback_registered)
@@ -243,7 +243,7 @@ unlink_after_commit(const PmhashFileKey *key, const char *path)
 static void
 collect_commit_unlinks(void)
 {
-	RelFileNode *nodes;
+	RelFileLocator *nodes;
 	int			nnodes = smgrGetPendingDeletes(true, &nodes);
 	ListCell   *lc;
 
@@ -255,8 +255,8 @@ collect_commit_unlinks(void)
 
 		memset(&key, 0, sizeof(key));
 		key.node = nodes[i];
-		key.node.spcNode = InvalidOid;
-		key.backend = InvalidBackendId;
+		key.node.spcOid = InvalidOid;
+		key.backend = INVALID_PROC_NUMBER;
 		pmhash_file_path(&key, path);
 		if (stat(path, &st) == 0)
 			unlink_after_commit(&key, path);
@@ -273,7 +273,7 @@ collect_commit_unlinks(void)
 
 		if (!gone)
 		{
-			gone = ((Form_pg_class) GETSTRUCT(tuple))->relfilenode != tf->key.node.relNode;
+			gone = ((Form_pg_class) GETSTRUCT(tuple))->relfilenode != tf->key.node.relNumber;
 			ReleaseSysCache(tuple);
 		}
 		if (gone)
@@ -293,7 +293,7 @@ remove_created(SubTransactionId subid)
 
 		if (subid != InvalidSubTransactionId && tf->subid != subid)
 			continue;
-		if (tf->key.backend != InvalidBackendId)
+		if (tf->key.backend != INVALID_PROC_NUMBER)
 			untrack_temp(&tf->key);
 		forget_and_unlink(&tf->key, tf->path);
 		created_files = foreach_delete_current(created_files, lc);
@@ -331,7 +331,7 @@ xact_callback(XactEvent event, void *arg pg_attribute_unused())
 			{
 				TrackedFile *tf = lfirst(lc);
 
-				if (tf->key.backend != InvalidBackendId)
+				if (tf->key.backend != INVALID_PROC_NUMBER)
 					untrack_temp(&tf->key);
 				forget_and_unlink(&tf->key, tf->path);
 			}

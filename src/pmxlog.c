@@ -26,7 +26,7 @@
 
 /* Log the creation of an empty index file. */
 XLogRecPtr
-pmhash_log_create(const RelFileNode *node, uint64 generation, uint32 shard_bits, uint32 flags)
+pmhash_log_create(const RelFileLocator *node, uint64 generation, uint32 shard_bits, uint32 flags)
 {
 	xl_pmhash_create xlrec;
 
@@ -41,7 +41,7 @@ pmhash_log_create(const RelFileNode *node, uint64 generation, uint32 shard_bits,
 
 /* Log the end of a build outside a transaction (CREATE_BUILDING). */
 XLogRecPtr
-pmhash_log_built(const RelFileNode *node)
+pmhash_log_built(const RelFileLocator *node)
 {
 	xl_pmhash_built xlrec;
 
@@ -53,7 +53,7 @@ pmhash_log_built(const RelFileNode *node)
 
 /* Log a batch of inserted entries, stamped in the file no earlier than since. */
 XLogRecPtr
-pmhash_log_inserts(const RelFileNode *node, const PmhEntry *entries, uint32 count,
+pmhash_log_inserts(const RelFileLocator *node, const PmhEntry *entries, uint32 count,
 				XLogRecPtr since)
 {
 	xl_pmhash_insert xlrec;
@@ -89,7 +89,7 @@ pmhash_entry_tid_cmp(const void *a, const void *b)
  * codes), DELETE or KILL record; a KILL's header carries conflict_horizon.
  */
 static XLogRecPtr
-log_entries(const RelFileNode *node, uint8 info, uint32 shard, double fill,
+log_entries(const RelFileLocator *node, uint8 info, uint32 shard, double fill,
 			TransactionId conflict_horizon, const PmhEntry *entries, uint64 count)
 {
 	xl_pmhash_kill xlrec;
@@ -119,7 +119,7 @@ log_entries(const RelFileNode *node, uint8 info, uint32 shard, double fill,
 
 /* Log the whole content of a rebuilt shard, sorted by hash. */
 XLogRecPtr
-pmhash_log_rebuild(const RelFileNode *node, uint32 shard, double fill,
+pmhash_log_rebuild(const RelFileLocator *node, uint32 shard, double fill,
 				const PmhEntry *entries, uint64 count)
 {
 	return log_entries(node, XLOG_PMHASH_REBUILD, shard, fill, InvalidTransactionId,
@@ -133,7 +133,7 @@ pmhash_log_rebuild(const RelFileNode *node, uint32 shard, double fill,
  * (DELETE_EXACT).  Sorted here as their encoding needs.
  */
 XLogRecPtr
-pmhash_log_delete(const RelFileNode *node, uint32 shard, PmhashRemoval removal,
+pmhash_log_delete(const RelFileLocator *node, uint32 shard, PmhashRemoval removal,
 				  TransactionId conflict_horizon, PmhEntry *entries, uint64 count)
 {
 	if (removal == PMHASH_REMOVAL_PHANTOMS)
@@ -165,7 +165,7 @@ all_zero(const char *data, size_t len)
  * and the last are left out, since replay creates the file zeroed.
  */
 void
-pmhash_log_copy(const RelFileNode *to, const char *base, uint64 size)
+pmhash_log_copy(const RelFileLocator *to, const char *base, uint64 size)
 {
 	for (uint64 offset = 0; offset < size; offset += COPY_DATA_PART)
 	{

@@ -18,7 +18,7 @@
 
 #include "access/xlogdefs.h"
 #include "storage/itemptr.h"
-#include "storage/relfilenode.h"
+#include "pmcompat.h"
 
 #define XLOG_PMHASH_CREATE		0x00
 #define XLOG_PMHASH_INSERT		0x10
@@ -32,7 +32,7 @@
 
 typedef struct xl_pmhash_create
 {
-	RelFileNode node;
+	RelFileLocator node;
 	uint64		generation;
 	uint32		shard_bits;
 	uint32		flags;
@@ -51,7 +51,7 @@ typedef struct xl_pmhash_create
  */
 typedef struct xl_pmhash_insert
 {
-	RelFileNode node;
+	RelFileLocator node;
 	uint32		count;
 	XLogRecPtr	since;
 } xl_pmhash_insert;
@@ -67,7 +67,7 @@ typedef struct xl_pmhash_insert
  */
 typedef struct xl_pmhash_entries
 {
-	RelFileNode node;
+	RelFileLocator node;
 	uint32		shard;
 	uint32		fill_permille;	/* REBUILD: bucket fill of the new layout */
 	uint64		count;
@@ -80,8 +80,8 @@ typedef struct xl_pmhash_entries
  */
 typedef struct xl_pmhash_copy
 {
-	RelFileNode from;
-	RelFileNode to;
+	RelFileLocator from;
+	RelFileLocator to;
 } xl_pmhash_copy;
 
 /*
@@ -92,7 +92,7 @@ typedef struct xl_pmhash_copy
  */
 typedef struct xl_pmhash_copy_data
 {
-	RelFileNode node;			/* the copy */
+	RelFileLocator node;			/* the copy */
 	uint32		flags;
 	uint32		size;
 	uint64		offset;
@@ -117,7 +117,7 @@ typedef struct xl_pmhash_kill
 /* BUILT: a build outside a transaction (CREATE_BUILDING) finished */
 typedef struct xl_pmhash_built
 {
-	RelFileNode node;
+	RelFileLocator node;
 } xl_pmhash_built;
 
 #endif							/* PMXLOG_H */

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# test/versions-regress.sh: pmhash's pg_regress suite and isolation specs
+# (make installcheck) against each PostgreSQL major version given as an
+# argument (16, 17, 18; 15 too, but test/run-tests.sh covers it).  For
+# each: installs the version if missing (test/lib/pgversions.sh), builds
+# pmhash with -Wall -Wextra -Werror in a copy of the tree, installs it into
+# that version's tree, starts a throwaway cluster with pmhash preloaded
+# (files on the ordinary disk), runs make installcheck and stops the
+# cluster.  17 does all of it inside the Debian 13 root, in one run of
+# pgv_in_root, so that the mounts live as long as the server.  Ends with
+# "N passed, N failed" (one result per version); run as root.
+set -u
+cd "$(dirname "$0")/.."
+source test/lib/common.sh
+source test/lib/pgversions.sh
+
+PASSED=0
+FAILED=0
+WORK=$(mktemp -d /tmp/pmhash-versions-XXXXXX)
+chmod 755 "$WORK"
+
+# Print the script that runs inside the Debian 13 root: install the build
+# in $1, run a cluster in $2 and make installcheck (its output in
+# $2/installcheck.log).
+write_in_root_script() {
+	cat <<'EOF'
+set -u
+build=$1 base=$2 bin=/usr/lib/postgresql/17/bin
+make -C "$build" -s install PG_CONFIG=$bin/pg_config >/dev/null || exit 1
+mkdir -p "$base" && chown postgres "$base"
+runuser -u postgres -- $bin/initdb -D "$base/data" -A trust --no-sync >/dev/null || exit 1
+cat >>"$base/data/postgresql.conf" <<EOC
+port = 5433
+listen_addresses = ''
+unix_socket_directories = '$base'
+shared_preload_libraries = 'pmhash'
+max_connections = 40
+shared_buffers = 256MB
+max_prepared_transactions = 4
+EOC
+runuser -u postgres -- $bin/pg_ctl -D "$base/data" -l "$base/server.log" -w start >/dev/null || exit 1
+PGHOST=$base PGPORT=5433 PGUSER=postgres make -C "$build" installcheck \
+	PG_CONFIG=$bin/pg_config >"$base/installcheck.log" 2>&1
+rc=$?
+runuser -u postgres -- $bin/pg_ctl -D "$base/data" -m fast -w stop >/dev/null
+exit $rc
+EOF
+}
+
+# Build, install and run make installcheck against major version $1; its
+# output in $WORK/installcheck-$1.log.
+regress_version() {
+	local major=$1 dir log=$WORK/installcheck-$1.log rc
+	if [ "$major" = 17 ]; then
+		dir=$PGV_ROOT/tmp/pmhash-regress
+		pgv_copy_tree "$PWD" "$dir" || return 1
+		pgv_make 17 "$dir" >"$log" 2>&1 || return 1
+		write_in_root_script >"$dir/in-root.sh"
+		pgv_in_root bash /tmp/pmhash-regress/in-root.sh /tmp/pmhash-regress /tmp/pmhash-regress/cluster
+		rc=$?
+		cp "$dir/cluster/installcheck.log" "$log" 2>/dev/null
+		pgv_remove "$dir"
+		return $rc
+	fi
+	dir=$WORK/build-$major
+	pgv_copy_tree "$PWD" "$dir" || return 1
+	pgv_make "$major" "$dir" >"$log" 2>&1 || return 1
+	pgv_make "$major" "$dir" install >>"$log" 2>&1 || return 1
+	PG_BIN=$PG_BINDIR
+	start_cluster "$WORK/cluster-$major" msync
+	pgv_make "$major" "$dir" installcheck >"$log" 2>&1
+	rc=$?
+	stop_cluster
+	return $rc
+}
+
+for major in "$@"; do
+	if regress_version "$major"; then
+		echo "ok - PostgreSQL $major: make installcheck"
+		PASSED=$((PASSED + 1))
+	else
+		echo "not ok - PostgreSQL $major: make installcheck"
+		FAILED=$((FAILED + 1))
+	fi
+	grep -E '^(not ok|# .*(passed|failed))' "$WORK/installcheck-$major.log"
+done
+if [ "$FAILED" = 0 ]; then
+	as_root rm -rf "$WORK"
+else
+	echo "logs, builds and clusters kept in $WORK"
+fi
+echo "$PASSED passed, $FAILED failed"
+[ "$FAILED" = 0 ]
