@@ -9,7 +9,10 @@
 # PGXN's meta-spec, one version, the update chain, make dist's archive
 # builds: test/suites/packaging.sh), a full file system under pmhash.directory
 # (test/fullfs.sh) and a minute's soak with crashes (test/soak.sh) on both
-# paths, then the SQL-level suites on two throwaway clusters: one with its
+# paths, pmhash built (-Wall -Wextra -Werror) and its pg_regress suite and
+# isolation specs run on PostgreSQL 16, 17 and 18 (test/versions-regress.sh,
+# which installs them), then the SQL-level suites on PostgreSQL 15 on two
+# throwaway clusters: one with its
 # index files on /dev/shm and PMEM_IS_PMEM_FORCE=1 (the pmem path: flush and
 # fence), one with them in the data directory on the ordinary disk (the
 # msync path).  Exits non-zero if anything failed.
@@ -128,6 +131,7 @@ build_install "-DUSE_ASSERT_CHECKING"
 record "build with assertions" $?
 run_suite fullfs bash test/fullfs.sh "$WORK"
 run_suite soak env SOAK_SECONDS=60 bash test/soak.sh "$WORK"
+run_suite versions bash test/versions-regress.sh 16 17 18
 
 for mode in pmem msync; do
 	start_cluster "$WORK/$mode" "$mode"
