@@ -58,9 +58,12 @@ EOQ
 	return $rc == 0 ? $out : "error: $err";
 }
 
-# The rebuild holds the index's lock (1) or not (0).
-my $LOCK_SQL = "SELECT count(*) FROM pg_locks WHERE relation = 'rb_k'::regclass "
-  . "AND mode = 'AccessExclusiveLock' AND granted";
+# The rebuild lock of rb_k, held: an advisory lock tag in pmhash's key
+# space (src/README, Who rebuilds, and who waits).
+my $REBUILD_LOCK = "locktype = 'advisory' AND classid = 'rb_k'::regclass::oid "
+  . "AND objid = 1886218355 AND objsubid = 3 AND mode = 'ExclusiveLock' AND granted";
+# The rebuild holds it (1) or not (0).
+my $LOCK_SQL = "SELECT count(*) FROM pg_locks WHERE $REBUILD_LOCK";
 
 # Wait until $condition (SQL) holds while the index is rebuilt; with
 # $freeze, then stop (SIGSTOP) the rebuilding backend: within milliseconds,
@@ -73,9 +76,8 @@ my $LOCK_SQL = "SELECT count(*) FROM pg_locks WHERE relation = 'rb_k'::regclass 
 sub wait_for_rebuild
 {
 	my ($node, $condition, $freeze) = @_;
-	my $stop = $freeze ? <<'EOF_STOP' : '';
-	SELECT pid INTO STRICT rebuilder FROM pg_locks
-	WHERE relation = 'rb_k'::regclass AND mode = 'AccessExclusiveLock' AND granted;
+	my $stop = $freeze ? <<"EOF_STOP" : '';
+	SELECT pid INTO STRICT rebuilder FROM pg_locks WHERE $REBUILD_LOCK;
 	EXECUTE format('COPY (SELECT) TO PROGRAM %L', 'kill -STOP ' || rebuilder || '; cat > /dev/null');
 EOF_STOP
 	$node->safe_psql('postgres', <<"EOQ", timeout => 300);
