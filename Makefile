@@ -28,6 +28,7 @@ OBJS = \
 	src/pmrecovery.o \
 	src/pmredo.o \
 	src/pmscan.o \
+	src/pmsettings.o \
 	src/pmsort.o \
 	src/pmshadow.o \
 	src/pmshard.o \

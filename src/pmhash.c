@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * pmhash.c
- *	  Module initialization, configuration, reloptions and the access
- *	  method handler of pmhash.
+ *	  Module initialization, reloptions and the access method handler of
+ *	  pmhash.
  *
  * Copyright (c) 2026, pmhash developers
  *
@@ -20,19 +20,10 @@
 #include "miscadmin.h"
 #include "postmaster/bgworker.h"
 #include "storage/ipc.h"
-#include "utils/guc.h"
 
 #include "pmhash.h"
 
 PG_MODULE_MAGIC;
-
-char	   *pmhash_directory = NULL;
-int			pmhash_max_indexes = 128;
-int			pmhash_max_shards = 131072;
-int			pmhash_shard_locks = 1024;
-bool		pmhash_os_crash_shadows = false;
-int			pmhash_sync_interval = 1000;
-bool		pmhash_preloaded = false;
 
 static relopt_kind pmhash_relopt_kind;
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
@@ -61,65 +52,6 @@ chain_shmem_startup(void)
 		pmhash_durable_drop_unusable_slot();
 		pmhash_recovery_after_crash();
 	}
-}
-
-/* Define the configuration parameters. */
-static void
-define_gucs(void)
-{
-	DefineCustomStringVariable("pmhash.directory",
-							   "Directory that holds the pmhash index files.",
-							   "A relative path is relative to the data directory. "
-							   "Point it at an fs-DAX mount to use persistent memory.",
-							   &pmhash_directory,
-							   "pmhash",
-							   PGC_POSTMASTER,
-							   0,
-							   NULL, NULL, NULL);
-	DefineCustomIntVariable("pmhash.max_indexes",
-							"Number of pmhash indexes that can be open at once.",
-							NULL,
-							&pmhash_max_indexes,
-							128, 4, 65536,
-							PGC_POSTMASTER,
-							0,
-							NULL, NULL, NULL);
-	DefineCustomIntVariable("pmhash.max_shards",
-							"Number of index shards that shared memory can describe at once.",
-							"Each shard costs 48 bytes of shared memory.",
-							&pmhash_max_shards,
-							131072, 1024, 16777216,
-							PGC_POSTMASTER,
-							0,
-							NULL, NULL, NULL);
-	DefineCustomIntVariable("pmhash.shard_locks",
-							"Number of writer locks shared by all shards.",
-							NULL,
-							&pmhash_shard_locks,
-							1024, 16, 65536,
-							PGC_POSTMASTER,
-							0,
-							NULL, NULL, NULL);
-	DefineCustomIntVariable("pmhash.sync_interval",
-							"Time between two rounds of the syncer, which makes index changes on ordinary files durable after their commits.",
-							"Crash recovery replays pmhash's WAL from the last round; "
-							"a replication slot, pmhash_durable, keeps that WAL.",
-							&pmhash_sync_interval,
-							1000, 10, 60000,
-							PGC_SIGHUP,
-							GUC_UNIT_MS,
-							NULL, NULL, NULL);
-	DefineCustomBoolVariable("pmhash.os_crash_shadows",
-							 "Test only: keeps beside each index file on an ordinary file system a copy "
-							 "of what pmhash synced, for simulated operating system crashes.",
-							 "Every sync also writes the synced range into \"<file>.shadow\"; "
-							 "see src/README, What each path survives.",
-							 &pmhash_os_crash_shadows,
-							 false,
-							 PGC_POSTMASTER,
-							 GUC_NOT_IN_SAMPLE | GUC_SUPERUSER_ONLY,
-							 NULL, NULL, NULL);
-	MarkGUCPrefixReserved("pmhash");
 }
 
 /* Register the background workers: the file cleaner and the syncer. */
@@ -167,7 +99,7 @@ _PG_init(void)
 	if (!process_shared_preload_libraries_in_progress)
 		return;
 
-	define_gucs();
+	pmhash_define_settings();
 	if (!IsUnderPostmaster)
 		pmhash_directory_lock();
 	pmhash_wal_register();
@@ -182,17 +114,6 @@ _PG_init(void)
 	pmhash_fault_init();
 	register_worker();
 	pmhash_preloaded = true;
-}
-
-/* Refuse to work unless loaded through shared_preload_libraries. */
-void
-pmhash_check_preloaded(void)
-{
-	if (!pmhash_preloaded)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("pmhash must be loaded via shared_preload_libraries"),
-				 errhint("Add pmhash to shared_preload_libraries in postgresql.conf and restart the server.")));
 }
 
 /* Parse and validate reloptions. */

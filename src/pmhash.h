@@ -198,7 +198,7 @@ typedef struct PmhashKeyReader
 	struct IndexFetchTableData *fetch;
 } PmhashKeyReader;
 
-/* pmhash.c */
+/* pmsettings.c */
 extern char *pmhash_directory;
 extern int	pmhash_max_indexes;
 extern int	pmhash_max_shards;
@@ -206,7 +206,10 @@ extern int	pmhash_shard_locks;
 extern bool pmhash_os_crash_shadows;
 extern int	pmhash_sync_interval;
 extern bool pmhash_preloaded;
+extern void pmhash_define_settings(void);
 extern void pmhash_check_preloaded(void);
+
+/* pmhash.c */
 extern Datum pmhash_handler(PG_FUNCTION_ARGS);
 
 /* pmshmem.c */
