@@ -26,6 +26,7 @@
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
+#include "storage/predicate.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
@@ -250,6 +251,7 @@ pmhash_insert_unique(Relation index, Relation heap, IndexInfo *info, uint32 hash
 	for (;;)
 	{
 		PmhashLocal *ix = pmhash_open(index, &rebuilt);
+		BlockNumber block = pmhash_predicate_block(ix, hash);
 		bool		inserted = pmhash_insert_entry(index, ix, hash, tid,
 												   rebuilt ? PMH_INSERT_IF_ABSENT : PMH_INSERT_NEW,
 												   admit_unique, &uc);
@@ -302,6 +304,8 @@ pmhash_insert_unique(Relation index, Relation heap, IndexInfo *info, uint32 hash
 			continue;
 		}
 		pmhash_key_reader_end(&kr);
+		/* as btree: a serialization failure this insert meets comes first */
+		CheckForSerializableConflictIn(index, NULL, block);
 		raise_duplicate(index, heap, key);
 	}
 	if (reading)
