@@ -228,6 +228,12 @@ INSERT INTO un_list0 VALUES (2, 'c') ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.
 INSERT INTO un_list VALUES (4, 'd') ON CONFLICT DO NOTHING;
 SELECT * FROM un_list ORDER BY k;
 
+-- a conflict target that names an operator class: PostgreSQL looks the name
+-- up among btree's classes, so it can match a btree index only (README,
+-- Limitations)
+SELECT un_state($$INSERT INTO un_p (k, v) VALUES (7, 'x') ON CONFLICT (k int8_ops) DO NOTHING$$) AS pmhash_named_opclass,
+       un_state($$INSERT INTO un_b (k, v) VALUES (7, 'x') ON CONFLICT (k int8_ops) DO NOTHING$$) AS btree_named_opclass;
+
 -- no key twice, by index scans and by a seqscan
 SET enable_seqscan = off;
 SELECT count(*) FROM generate_series(-5, 10000) g

@@ -106,12 +106,16 @@ catalog_index_list(Oid relid)
 /*
  * Refuse ON CONFLICT through a partitioned table one of whose partitions
  * has a unique pmhash index: the executor opens a partition's indexes when
- * it routes the first row there, where no hook can prepare them.
+ * it routes the first row there, where no hook can prepare them.  The
+ * partitions are locked as routing would lock them (RowExclusiveLock), so
+ * that no unique pmhash index can appear on one (CREATE INDEX takes
+ * ShareLock) between this check and the routing, which would then fail
+ * with an internal error.
  */
 static void
 refuse_routed(Relation parent, Oid pmhash_am)
 {
-	List	   *children = find_all_inheritors(RelationGetRelid(parent), NoLock, NULL);
+	List	   *children = find_all_inheritors(RelationGetRelid(parent), RowExclusiveLock, NULL);
 	ListCell   *lc;
 
 	foreach(lc, children)
