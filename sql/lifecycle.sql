@@ -401,41 +401,6 @@ SELECT pmhash_verify('lc_v_k');
 DROP TABLE lc_v;
 
 --
--- Prepared transactions
---
-CREATE TABLE lc_2pc (id int, k int);
-INSERT INTO lc_2pc SELECT i, i % 10 FROM generate_series(1, 1000) i;
--- CREATE INDEX prepared, then committed: the file stays and the index works
-BEGIN;
-CREATE INDEX lc_2pc_k ON lc_2pc USING pmhash (k);
-PREPARE TRANSACTION 'lc_create_index';
-COMMIT PREPARED 'lc_create_index';
-SELECT lc_file('lc_2pc_k');
-SELECT lc_check('lc_2pc', 'k', 'lc_2pc_k', '{0,3,10}');
--- CREATE INDEX prepared, then rolled back: no index is left
-BEGIN;
-CREATE INDEX lc_2pc_id ON lc_2pc USING pmhash (id);
-SELECT pg_relation_filenode('lc_2pc_id') AS node_2pc_create \gset
-PREPARE TRANSACTION 'lc_create_index';
-ROLLBACK PREPARED 'lc_create_index';
-SELECT count(*) AS index_left FROM pg_class WHERE relname = 'lc_2pc_id';
--- DROP INDEX prepared, then committed: the index is gone, the table works
-SELECT pg_relation_filenode('lc_2pc_k') AS node_2pc_drop \gset
-BEGIN;
-DROP INDEX lc_2pc_k;
-PREPARE TRANSACTION 'lc_drop_index';
-SELECT lc_node_file(:node_2pc_drop) AS while_prepared;
-COMMIT PREPARED 'lc_drop_index';
-SELECT count(*) AS index_left FROM pg_class WHERE relname = 'lc_2pc_k';
-SELECT count(*) FROM lc_2pc WHERE k = 3;
-CREATE INDEX lc_2pc_k ON lc_2pc USING pmhash (k);
-SELECT lc_check('lc_2pc', 'k', 'lc_2pc_k', '{0,3,10}');
--- the files of the two indexes that are gone are orphans now, which the
--- file cleaner removes once their main forks are gone (at a checkpoint);
--- checked after DROP DATABASE
-CHECKPOINT;
-
---
 -- DROP DATABASE leaves no file of that database
 --
 SET client_min_messages = warning;
@@ -454,10 +419,6 @@ SELECT count(*) FROM lc_db WHERE k = 3;
 SELECT lc_nfiles(:db_oid) AS files_of_db;
 DROP DATABASE pmhash_lifecycle_db;
 SELECT lc_nfiles(:db_oid) AS files_of_db;
--- the orphans of the prepared transactions are removed by an orphan sweep:
--- the one at the commit of DROP DATABASE, or the file cleaner's (every minute)
-SELECT lc_wait_gone(:node_2pc_create, 70) AS prepared_create_file,
-       lc_wait_gone(:node_2pc_drop, 70) AS prepared_drop_file;
 
 --
 -- DROP EXTENSION
