@@ -108,6 +108,28 @@ pmhash_create_for_redo(const RelFileLocator *node, uint64 generation, uint32 sha
 }
 
 /*
+ * Map a new, zeroed file of len bytes for a copy, in place of any file at
+ * path (under the file lock, against the orphan sweep), after forgetting
+ * the share and mapping of the file it replaces; NULL, with errno set, if
+ * it cannot be created.
+ */
+static char *
+map_new_copy(const PmhashFileKey *key, const char *path, size_t len, size_t *mapped_len,
+			 int *is_pmem)
+{
+	char	   *base;
+
+	pmhash_forget_file(key);
+	pmhash_drop_local(key);
+	pmhash_directory_ensure();
+	LWLockAcquire(pmhash_file_lock(), LW_EXCLUSIVE);
+	(void) unlink(path);
+	base = pmem_map_file(path, len, PMEM_FILE_CREATE | PMEM_FILE_EXCL, 0600, mapped_len, is_pmem);
+	LWLockRelease(pmhash_file_lock());
+	return base;
+}
+
+/*
  * Copy the file of an index that core moved to a new relfilenode (ALTER
  * INDEX SET TABLESPACE, CREATE DATABASE from a template), rewriting the
  * identity in its header; if logged, log the copy's whole content, which
@@ -138,14 +160,7 @@ pmhash_copy_file(const RelFileLocator *from, const RelFileLocator *to, bool logg
 		src_base = pmem_map_file(src, 0, 0, 0, &src_len, &src_pmem);
 	if (src_base == NULL)
 		return false;
-	pmhash_forget_file(&dst_key);
-	pmhash_drop_local(&dst_key);
-	pmhash_directory_ensure();
-	LWLockAcquire(pmhash_file_lock(), LW_EXCLUSIVE);
-	(void) unlink(dst);
-	dst_base = pmem_map_file(dst, src_len, PMEM_FILE_CREATE | PMEM_FILE_EXCL, 0600,
-							 &dst_len, &dst_pmem);
-	LWLockRelease(pmhash_file_lock());
+	dst_base = map_new_copy(&dst_key, dst, src_len, &dst_len, &dst_pmem);
 	if (dst_base == NULL)
 	{
 		int			save_errno = errno;
@@ -196,14 +211,7 @@ pmhash_copy_data_for_redo(const RelFileLocator *node, uint64 file_size, uint64 o
 		int			is_pmem;
 		char	   *base;
 
-		pmhash_forget_file(&key);
-		pmhash_drop_local(&key);
-		pmhash_directory_ensure();
-		LWLockAcquire(pmhash_file_lock(), LW_EXCLUSIVE);
-		(void) unlink(path);
-		base = pmem_map_file(path, file_size, PMEM_FILE_CREATE | PMEM_FILE_EXCL, 0600,
-							 &len, &is_pmem);
-		LWLockRelease(pmhash_file_lock());
+		base = map_new_copy(&key, path, file_size, &len, &is_pmem);
 		if (base == NULL)
 		{
 			ereport(LOG,
