@@ -83,10 +83,10 @@ regress_version() {
 
 for major in "$@"; do
 	if regress_version "$major"; then
-		echo "ok - PostgreSQL $major: make installcheck"
+		echo "ok $((PASSED + FAILED + 1)) - PostgreSQL $major: make installcheck"
 		PASSED=$((PASSED + 1))
 	else
-		echo "not ok - PostgreSQL $major: make installcheck"
+		echo "not ok $((PASSED + FAILED + 1)) - PostgreSQL $major: make installcheck"
 		FAILED=$((FAILED + 1))
 	fi
 	grep -E '^(not ok|# .*(passed|failed))' "$WORK/installcheck-$major.log"
