@@ -477,8 +477,12 @@ confirm_dead(Relation index, Relation heap, BlockNumber block, ItemPointer tids,
  * The removal writes the index, so it takes the writers' lock on it for
  * its duration, and skips (leaving the entries to VACUUM) rather than wait
  * for a holder of a conflicting one: pmhash_verify walks the whole file
- * without shard locks under a ShareLock.  The heap confirms each row dead
- * first, without the shard lock.  Nothing is removed if the shard lost
+ * without shard locks under a ShareLock.  It also takes, or else skips,
+ * ShareUpdateExclusiveLock on the table, which every VACUUM holds: the
+ * heap confirms each row dead first, without the shard lock, and a VACUUM
+ * that removed the entries and freed the rows' line pointers in between
+ * would make that confirmation fail (a TID on an unused line pointer is
+ * index corruption to the heap).  Nothing is removed if the shard lost
  * entries since the probe (to VACUUM or another scan) or the file was
  * attached again: a TID could since have been reused by a new row.
  * Otherwise no line pointer of theirs was freed, nor can be while the
@@ -505,6 +509,13 @@ pmhash_remove_killed(Relation index, Relation heap, PmhashKilled *killed)
 
 	if (!ConditionalLockRelation(index, RowExclusiveLock))
 	{
+		killed->ntids = 0;
+		return;
+	}
+	/* no VACUUM may free the rows' line pointers before the heap confirms them */
+	if (!ConditionalLockRelation(heap, ShareUpdateExclusiveLock))
+	{
+		UnlockRelation(index, RowExclusiveLock);
 		killed->ntids = 0;
 		return;
 	}
@@ -545,6 +556,7 @@ pmhash_remove_killed(Relation index, Relation heap, PmhashKilled *killed)
 	}
 	LWLockRelease(lock);
 	pmhash_leave();
+	UnlockRelation(heap, ShareUpdateExclusiveLock);
 	UnlockRelation(index, RowExclusiveLock);
 	killed->ntids = 0;
 	if (vs.removed)
