@@ -38,6 +38,7 @@ OBJS = \
 	src/pmstorage.o \
 	src/pmunique.o \
 	src/pmupsert.o \
+	src/pmgates.o \
 	src/pmutility.o \
 	src/pmvacuum.o \
 	src/pmvalidate.o \

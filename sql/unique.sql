@@ -217,16 +217,6 @@ BEGIN
   RETURN caught;
 END $$;
 SELECT un_upsert_loop(50);
--- partitions: ON CONFLICT on the partition itself works; through the parent it is refused
-CREATE TABLE un_list (k int8, v text) PARTITION BY LIST ((k % 2));
-CREATE TABLE un_list0 PARTITION OF un_list FOR VALUES IN (0);
-CREATE TABLE un_list1 PARTITION OF un_list FOR VALUES IN (1);
-CREATE UNIQUE INDEX un_list0_k ON un_list0 USING pmhash (k);
-INSERT INTO un_list VALUES (2, 'a'), (3, 'b');
-INSERT INTO un_list VALUES (2, 'dup');
-INSERT INTO un_list0 VALUES (2, 'c') ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v;
-INSERT INTO un_list VALUES (4, 'd') ON CONFLICT DO NOTHING;
-SELECT * FROM un_list ORDER BY k;
 
 -- a conflict target that names an operator class: PostgreSQL looks the name
 -- up among btree's classes, so it can match a btree index only (README,
@@ -251,5 +241,5 @@ SELECT pmhash_verify('un_p_k') = (SELECT count(k) FROM un_p) AS p_k,
        pmhash_verify('un_text_email') = (SELECT count(email) FROM un_text) AS email,
        pmhash_verify('un_text_code') = (SELECT count(code) FROM un_text WHERE active) AS code;
 
-DROP TABLE un_p, un_b, un_build, un_arr, un_parted, un_text, un_two, un_list;
+DROP TABLE un_p, un_b, un_build, un_arr, un_parted, un_text, un_two;
 DROP FUNCTION un_state(text), un_both(text), un_same(), un_upsert_loop(int);

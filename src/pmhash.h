@@ -21,6 +21,7 @@
 #include "nodes/pathnodes.h"
 #include "storage/bufpage.h"
 #include "storage/lwlock.h"
+#include "tcop/utility.h"
 #include "pmcompat.h"
 #include "utils/relcache.h"
 
@@ -447,6 +448,13 @@ extern bool pmhash_insert_unique(Relation index, Relation heap, IndexInfo *info,
 
 /* pmupsert.c */
 extern void pmhash_upsert_init(void);
+
+/* pmgates.c */
+extern void pmhash_gates_run(ProcessUtility_hook_type next, PlannedStmt *pstmt,
+							 const char *queryString, bool readOnlyTree,
+							 ProcessUtilityContext context, ParamListInfo params,
+							 QueryEnvironment *queryEnv, DestReceiver *dest,
+							 QueryCompletion *qc);
 
 /* pmelements.c and pmsort.c: array elements */
 

@@ -14,10 +14,13 @@
  * BuildSpeculativeIndexInfo would: btree's by that function, pmhash's with
  * the operator class's equality operator under pmhash's own strategy
  * number.  Nothing in the catalogs or the relcache changes; why this is
- * safe is in src/README, Unique indexes.  For every INSERT ... ON
- * CONFLICT the hook also makes the transaction log its pmhash entries at
- * once, since a speculative insertion may be undone while it goes on
- * (src/README, Dead entries).
+ * safe is in src/README, Unique indexes.  PostgreSQL 18's
+ * BuildSpeculativeIndexInfo asks the access method for its equality
+ * strategy instead, so there the hook leaves the preparation to core (also
+ * for a partitioned table's partitions, which 15-17 refuse here).  On
+ * every version, for every INSERT ... ON CONFLICT the hook makes the
+ * transaction log its pmhash entries at once, since a speculative
+ * insertion may be undone while it goes on (src/README, Dead entries).
  *
  * Copyright (c) 2026, pmhash developers
  *
@@ -47,6 +50,14 @@
 #include "pmhash.h"
 
 static ExecutorStart_hook_type prev_executor_start = NULL;
+
+#if PG_VERSION_NUM < 180000
+/*
+ * From here to prepare_speculation: 15-17 only.  18's
+ * BuildSpeculativeIndexInfo asks the access method for its equality
+ * strategy (amtranslatecmptype), so core prepares unique pmhash indexes
+ * itself, routed partitions' too.
+ */
 
 /* Whether an index is a unique pmhash index, from the catalog. */
 static bool
@@ -130,7 +141,7 @@ refuse_routed(Relation parent, Oid pmhash_am)
 				 errmsg("INSERT ... ON CONFLICT through partitioned table \"%s\" is not supported with unique pmhash indexes on its partitions",
 						RelationGetRelationName(parent)),
 				 errdetail("Partition \"%s\" has a unique pmhash index.", get_rel_name(child)),
-				 errhint("Insert into the partition itself.")));
+				 errhint("Insert into the partition itself; PostgreSQL 18 routes ON CONFLICT to such indexes.")));
 	}
 }
 
@@ -168,19 +179,13 @@ open_for_speculation(ResultRelInfo *rri)
 	}
 }
 
-/* Prepare the target of one INSERT ... ON CONFLICT, if it needs us. */
+/* Prepare the unique pmhash indexes of an ON CONFLICT target, or refuse it. */
 static void
-prepare_modify(ModifyTableState *mtstate)
+prepare_speculation(ResultRelInfo *rri)
 {
-	ModifyTable *plan = (ModifyTable *) mtstate->ps.plan;
-	ResultRelInfo *rri = mtstate->resultRelInfo;
 	Relation	rel = rri->ri_RelationDesc;
 	Oid			pmhash_am;
 
-	if (plan->onConflictAction == ONCONFLICT_NONE || plan->operation != CMD_INSERT)
-		return;
-	/* a row it inserts may die before its transaction ends */
-	pmhash_log_inserts_at_once();
 	/* no pmhash indexes in a database without the extension */
 	pmhash_am = get_index_am_oid("pmhash", true);
 	if (!OidIsValid(pmhash_am))
@@ -190,6 +195,22 @@ prepare_modify(ModifyTableState *mtstate)
 	else if (rel->rd_rel->relhasindex && rri->ri_IndexRelationDescs == NULL &&
 			 any_unique_pmhash(RelationGetIndexList(rel), pmhash_am))
 		open_for_speculation(rri);
+}
+#endif
+
+/* Prepare the target of one INSERT ... ON CONFLICT, if it needs us. */
+static void
+prepare_modify(ModifyTableState *mtstate)
+{
+	ModifyTable *plan = (ModifyTable *) mtstate->ps.plan;
+
+	if (plan->onConflictAction == ONCONFLICT_NONE || plan->operation != CMD_INSERT)
+		return;
+	/* a row it inserts may die before its transaction ends */
+	pmhash_log_inserts_at_once();
+#if PG_VERSION_NUM < 180000
+	prepare_speculation(mtstate->resultRelInfo);
+#endif
 }
 
 /* ExecutorStart hook: prepare INSERT ... ON CONFLICT for unique pmhash indexes. */

@@ -297,12 +297,8 @@ pmhash_ProcessUtility(PlannedStmt *pstmt, const char *queryString, bool readOnly
 
 	if (moves_tablespaces(stmt))
 		before = pmhash_indexes();
-	if (prev_ProcessUtility)
-		prev_ProcessUtility(pstmt, queryString, readOnlyTree, context, params,
-							queryEnv, dest, qc);
-	else
-		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context, params,
-								queryEnv, dest, qc);
+	pmhash_gates_run(prev_ProcessUtility, pstmt, queryString, readOnlyTree, context,
+					 params, queryEnv, dest, qc);
 	if (before != NIL)
 		carry_moved_indexes(before);
 	if (IsA(stmt, CreatedbStmt))
