@@ -68,6 +68,15 @@ typedef BackendId ProcNumber;
 	ReplicationSlotCreate(name, db_specific, persistency, two_phase)
 #endif
 
+#if PG_VERSION_NUM < 160000
+/* 16 records why a slot was invalidated; 15 only clears its restart position. */
+#define pmhash_slot_invalidated(slot) \
+	((slot)->data.restart_lsn == InvalidXLogRecPtr && (slot)->data.invalidated_at != InvalidXLogRecPtr)
+#else
+/* Whether a replication slot was invalidated (and so keeps no WAL). */
+#define pmhash_slot_invalidated(slot) ((slot)->data.invalidated != RS_INVAL_NONE)
+#endif
+
 #if PG_VERSION_NUM < 180000
 /* 18 added whether to refuse an invalidated slot; earlier versions never do. */
 #define ReplicationSlotAcquire(name, nowait, error_if_invalid) \

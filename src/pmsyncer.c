@@ -33,6 +33,11 @@
  * says so in the log and exits, and commits keep syncing.  At shutdown the
  * syncer makes a last round; backends still committing after it sync what
  * they left when they exit (pmmap.c), before the shutdown checkpoint.
+ * A checkpoint that finds the slot beyond max_slot_wal_keep_size
+ * terminates the syncer to invalidate it, and an administrator may
+ * terminate it too: after that last round it exits with status 1, so the
+ * postmaster starts it again (in 5 s) unless it is shutting down, and the
+ * new syncer makes an invalidated slot anew.
  *
  * Copyright (c) 2026, pmhash developers
  *
@@ -57,6 +62,35 @@
 
 #define PATHS_PER_PASS	64
 
+/* Create the slot, keeping the WAL from the redo point; it stays acquired. */
+static void
+create_slot(void)
+{
+	ReplicationSlotCreate(PMHASH_SLOT_NAME, false, RS_PERSISTENT, false, false, false);
+	ReplicationSlotReserveWal();
+	ReplicationSlotMarkDirty();
+	ReplicationSlotSave();
+}
+
+/*
+ * Replace the acquired slot, which was invalidated while no syncer held it
+ * (max_slot_wal_keep_size; on 18 also idle_replication_slot_timeout): an
+ * invalidated slot keeps no WAL however far it is advanced.  Until the
+ * first round publishes a new durable position, a crash finds the WAL from
+ * the old one gone and has every index rebuilt (pmredo.c).
+ */
+static void
+recreate_slot(void)
+{
+	ereport(LOG,
+			(errmsg("pmhash: replication slot \"%s\" was invalidated; the syncer makes it anew",
+					PMHASH_SLOT_NAME),
+			 errdetail("Until the syncer's next round, a crash has the indexes on ordinary files rebuilt from their tables.")));
+	ReplicationSlotRelease();
+	ReplicationSlotDrop(PMHASH_SLOT_NAME, true);
+	create_slot();
+}
+
 /* Acquire the slot, creating it if missing; false (logged) if impossible. */
 static bool
 acquire_slot(void)
@@ -74,19 +108,16 @@ acquire_slot(void)
 	PG_TRY();
 	{
 		if (SearchNamedReplicationSlot(PMHASH_SLOT_NAME, true) == NULL)
-		{
-			ReplicationSlotCreate(PMHASH_SLOT_NAME, false, RS_PERSISTENT, false, false, false);
-			ReplicationSlotReserveWal();
-			ReplicationSlotMarkDirty();
-			ReplicationSlotSave();
-		}
+			create_slot();
 		else
 		{
 			ReplicationSlotAcquire(PMHASH_SLOT_NAME, true, false);
 			if (!SlotIsPhysical(MyReplicationSlot))
 				ereport(ERROR,
 						(errmsg("replication slot \"%s\" is not a physical slot", PMHASH_SLOT_NAME)));
-			if (MyReplicationSlot->data.restart_lsn == InvalidXLogRecPtr)
+			if (pmhash_slot_invalidated(MyReplicationSlot))
+				recreate_slot();
+			else if (MyReplicationSlot->data.restart_lsn == InvalidXLogRecPtr)
 				ReplicationSlotReserveWal();
 		}
 	}
@@ -182,7 +213,8 @@ pmhash_syncer_main(Datum arg pg_attribute_unused())
 			ProcessConfigFile(PGC_SIGHUP);
 		}
 		sync_round(false);
+		/* status 1: started again, unless the postmaster is shutting down */
 		if (ShutdownRequestPending)
-			proc_exit(0);
+			proc_exit(1);
 	}
 }

@@ -109,7 +109,7 @@ sub allowed_kills
 {
 	my ($node) = @_;
 	my @pids = @{ $killed_pids{ $node->name } // [] };
-	return @pids ? qr/server process \(PID (?:${\join('|', @pids)})\) was terminated by signal 9/
+	return @pids ? qr/(?:server process|client backend) \(PID (?:${\join('|', @pids)})\) was terminated by signal 9/
 	  : undef;
 }
 
