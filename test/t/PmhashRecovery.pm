@@ -90,11 +90,13 @@ sub pmhash_dir
 # Create (not start) a node with pmhash preloaded. dir => 'shm' | 'data' | 'default',
 # force => PMEM_IS_PMEM_FORCE for its server (default 1), init => options of
 # Cluster::init, conf => more postgresql.conf lines, preload => 0 leaves
-# pmhash out of shared_preload_libraries.
+# pmhash out of shared_preload_libraries, install_path => another
+# PostgreSQL installation's directory (with pmhash installed) to run.
 sub new_node
 {
 	my ($name, %opt) = @_;
-	my $node = PostgreSQL::Test::Cluster->new($name);
+	my $node = PostgreSQL::Test::Cluster->new($name,
+		$opt{install_path} ? (install_path => $opt{install_path}) : ());
 	my $conf = $BASE_CONF;
 	$conf =~ s/^shared_preload_libraries = .*\n//m unless $opt{preload} // 1;
 	$node->init(%{ $opt{init} // {} });

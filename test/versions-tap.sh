@@ -1,0 +1,207 @@
+#!/usr/bin/env bash
+# test/versions-tap.sh: the Perl TAP tests of test/t/ (crash recovery,
+# standbys, PITR, logical replication, OS crash simulation, pg_upgrade, ...)
+# against each PostgreSQL major version given as an argument (16, 17, 18;
+# test/suites/tap.sh runs them on 15).  PMHASH_VERSION_TAP="002 003"
+# limits them to the files whose names start so (default: all).
+#
+# For each version: installs it if missing (test/lib/pgversions.sh), builds
+# pmhash with -Wall -Wextra -Werror in a copy of the tree and installs it
+# there, and runs each test file with prove as the PostgreSQL user (the
+# tests start their own clusters, pmem path where they do not choose).
+# PostgreSQL's test modules (PostgreSQL::Test::Cluster and Utils) come with
+# Debian 13's postgresql-server-dev-17; the wheels of 16 and 18 lack them,
+# so the tests of those versions use that copy (they run other versions'
+# binaries as PostgreSQL's own cross-version tests do).  17 runs inside the
+# Debian 13 root, as a Debian 13 user would, with a copy of the host's
+# PostgreSQL 15 beside it for 005_upgrade's pg_upgrade from 15
+# (PMHASH_UPGRADE_FROM); on the host, 005_upgrade also runs from 15 to 18
+# unless that version's pg_upgrade cannot read a 15 catalog (see
+# upgrade_from_15).  Prints "ok N - PostgreSQL M: tap FILE" per file and
+# ends with "N passed, N failed"; run as root.
+set -u
+cd "$(dirname "$0")/.."
+source test/lib/common.sh
+source test/lib/pgversions.sh
+
+PASSED=0
+FAILED=0
+WORK=$(mktemp -d /tmp/pmhash-versions-tap-XXXXXX)
+chmod 755 "$WORK"
+PERL_MODULES=$WORK/perl
+PG15=/usr/lib/postgresql/15
+
+# Print one result line and count it: $1 status, $2 label.
+result() {
+	if [ "$1" = 0 ]; then
+		PASSED=$((PASSED + 1))
+		echo "ok $((PASSED + FAILED)) - $2"
+	else
+		FAILED=$((FAILED + 1))
+		echo "not ok $((PASSED + FAILED)) - $2"
+	fi
+}
+
+# The test files to run, relative to the tree (test/t/NNN_name.pl).
+test_files() {
+	local f prefix
+	for f in test/t/*.pl; do
+		if [ -z "${PMHASH_VERSION_TAP:-}" ]; then
+			echo "$f"
+			continue
+		fi
+		for prefix in $PMHASH_VERSION_TAP; do
+			case "$(basename "$f")" in "$prefix"*) echo "$f" ;; esac
+		done
+	done
+}
+
+# Whether pg_upgrade of major version $1 can upgrade this host's PostgreSQL
+# 15: its minor release 15.20 records pg_attver in every column's options,
+# which an 18 older than the releases of the same day refuses ("unrecognized
+# parameter"); the new server's binary must know the option.
+upgrade_from_15() {
+	[ -x "$PG15/bin/pg_upgrade" ] || return 1
+	grep -q pg_attver "$PG15/bin/postgres" || return 0
+	grep -q pg_attver "$1/postgres"
+}
+
+# Install IPC::Run and PostgreSQL's test modules inside the Debian 13 root
+# (17), and copy the modules out for the wheels' versions.
+install_test_modules() {
+	pgv_install 17 || return 1
+	if [ ! -e "$PGV_ROOT/usr/share/perl5/IPC/Run.pm" ]; then
+		pgv_in_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+			--no-install-recommends libipc-run-perl >/dev/null || return 1
+	fi
+	mkdir -p "$PERL_MODULES"
+	cp -r "$PGV_ROOT/usr/lib/postgresql/17/lib/pgxs/src/test/perl/PostgreSQL" "$PERL_MODULES/"
+	pgv_apt_install libipc-run-perl
+}
+
+# Copy this host's PostgreSQL 15 (with pmhash installed) into the Debian
+# 13 root, with the shared libraries it needs that the root lacks (in
+# $PG15/hostlib, for LD_LIBRARY_PATH), so that 17's pg_upgrade can run it.
+copy_15_into_root() {
+	local lib name
+	[ -x "$PG15/bin/postgres" ] || return 1
+	mkdir -p "$PGV_ROOT$PG15/hostlib" "$PGV_ROOT/usr/share/postgresql"
+	cp -a "$PG15/bin" "$PG15/lib" "$PGV_ROOT$PG15/"
+	cp -a /usr/share/postgresql/15 "$PGV_ROOT/usr/share/postgresql/"
+	for lib in $(ldd "$PG15"/bin/* 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | sort -u); do
+		name=$(basename "$lib")
+		case "$name" in libc.so.* | libm.so.* | libresolv.so.* | ld-linux*) continue ;; esac
+		pgv_in_root sh -c "ldconfig -p | grep -q '^[[:space:]]*$name '" && continue
+		cp -L "$lib" "$PGV_ROOT$PG15/hostlib/"
+	done
+}
+
+# Run the test files on the host against the installation whose bin
+# directory is $2 (major $1).
+tap_on_host() {
+	local major=$1 bindir=$2 regress t name dir from
+	regress=$(find "$(dirname "$bindir")" -path '*pgxs/src/test/regress/pg_regress' | head -1)
+	from=""
+	if upgrade_from_15 "$bindir"; then
+		from=$PG15
+	else
+		echo "# PostgreSQL $major: 005_upgrade from 15 skipped: this $major's pg_upgrade cannot read $("$PG15/bin/postgres" --version | awk '{print $3}')'s catalogs (pg_attver)"
+	fi
+	for t in $(test_files); do
+		name=$(basename "$t" .pl)
+		dir=$WORK/$major/$name
+		as_pg mkdir -p "$dir/tmp_check"
+		(cd "$WORK/src" && as_pg env PATH="$bindir:$PATH" PMEM_IS_PMEM_FORCE=1 \
+			TESTLOGDIR="$dir/tmp_check/log" TESTDATADIR="$dir/tmp_check" PG_REGRESS="$regress" \
+			prove -I "$PERL_MODULES" -I test/t -v "$t") >"$dir.log" 2>&1
+		result $? "PostgreSQL $major: tap $name.pl"
+		[ "$(tail -1 "$dir.log")" = "Result: PASS" ] || tail -30 "$dir.log" | sed 's/^/# /'
+		if [ "$name" = 005_upgrade ] && [ -n "$from" ]; then
+			(cd "$WORK/src" && as_pg env PATH="$bindir:$PATH" PMEM_IS_PMEM_FORCE=1 \
+				PMHASH_UPGRADE_FROM="$from" TESTLOGDIR="$dir-15/tmp_check/log" \
+				TESTDATADIR="$dir-15/tmp_check" PG_REGRESS="$regress" \
+				prove -I "$PERL_MODULES" -I test/t -v "$t") >"$dir-15.log" 2>&1
+			result $? "PostgreSQL $major: tap $name.pl, pg_upgrade from 15"
+			[ "$(tail -1 "$dir-15.log")" = "Result: PASS" ] || tail -30 "$dir-15.log" | sed 's/^/# /'
+		fi
+	done
+}
+
+# Print the script that runs the test files inside the Debian 13 root:
+# $1 the tree (built), $2 the work directory, then the files.
+write_in_root_script() {
+	cat <<'EOF'
+set -u
+src=$1 work=$2
+shift 2
+bin=/usr/lib/postgresql/17/bin
+perl=/usr/lib/postgresql/17/lib/pgxs/src/test/perl
+make -C "$src" -s install PG_CONFIG=$bin/pg_config >/dev/null || exit 1
+mkdir -p "$work" && chown -R postgres "$src" "$work"
+for t in "$@"; do
+	name=$(basename "$t" .pl)
+	for from in "" /usr/lib/postgresql/15; do
+		label=$name
+		if [ -n "$from" ]; then
+			[ "$name" = 005_upgrade ] && [ -x "$from/bin/postgres" ] || continue
+			label="$name-15"
+		fi
+		runuser -u postgres -- mkdir -p "$work/$label/tmp_check"
+		(cd "$src" && runuser -u postgres -- env PATH="$bin:$PATH" PMEM_IS_PMEM_FORCE=1 \
+			LD_LIBRARY_PATH=/usr/lib/postgresql/15/hostlib PMHASH_UPGRADE_FROM="$from" \
+			TESTLOGDIR="$work/$label/tmp_check/log" TESTDATADIR="$work/$label/tmp_check" \
+			PG_REGRESS=/usr/lib/postgresql/17/lib/pgxs/src/test/regress/pg_regress \
+			prove -I "$perl" -I test/t -v "$t") >"$work/$label.log" 2>&1
+		echo "$? $label"
+	done
+done
+EOF
+}
+
+# Build, install and run the test files against major version $1.
+tap_version() {
+	local major=$1 dir rc status label
+	if [ "$major" = 17 ]; then
+		dir=$PGV_ROOT/tmp/pmhash-tap
+		pgv_copy_tree "$PWD" "$dir" || return 1
+		pgv_make 17 "$dir" >"$WORK/build-17.log" 2>&1 || { result 1 "PostgreSQL 17: build"; return 1; }
+		copy_15_into_root || echo "# PostgreSQL 17: no PostgreSQL 15 to upgrade from"
+		write_in_root_script >"$dir/in-root.sh"
+		pgv_in_root bash /tmp/pmhash-tap/in-root.sh /tmp/pmhash-tap /tmp/pmhash-tap/work \
+			$(test_files) >"$WORK/results-17" 2>"$WORK/in-root-17.log"
+		while read -r status label; do
+			if [ "$label" = 005_upgrade-15 ]; then
+				result "$status" "PostgreSQL 17: tap 005_upgrade.pl, pg_upgrade from 15"
+			else
+				result "$status" "PostgreSQL 17: tap $label.pl"
+			fi
+			[ "$status" = 0 ] || tail -30 "$dir/work/$label.log" | sed 's/^/# /'
+		done <"$WORK/results-17"
+		[ -s "$WORK/results-17" ] || { result 1 "PostgreSQL 17: the tests ran"; cat "$WORK/in-root-17.log"; }
+		mkdir -p "$WORK/17" && cp -r "$dir/work/." "$WORK/17/" 2>/dev/null
+		pgv_remove "$dir"
+		return 0
+	fi
+	dir=$WORK/build-$major
+	pgv_copy_tree "$PWD" "$dir" || return 1
+	if ! { pgv_make "$major" "$dir" && pgv_make "$major" "$dir" install; } >"$WORK/build-$major.log" 2>&1; then
+		result 1 "PostgreSQL $major: build"
+		return 1
+	fi
+	tap_on_host "$major" "$PG_BINDIR"
+}
+
+install_test_modules || { result 1 "PostgreSQL's TAP test modules"; echo "$PASSED passed, $FAILED failed"; exit 1; }
+mkdir -p "$WORK/src/test"
+cp -r test/t "$WORK/src/test/"
+as_root chown -R "$(pg_user)" "$WORK"
+for major in "$@"; do
+	tap_version "$major"
+done
+if [ "$FAILED" = 0 ]; then
+	as_root rm -rf "$WORK"
+else
+	echo "logs kept in $WORK"
+fi
+echo "$PASSED passed, $FAILED failed"
+[ "$FAILED" = 0 ]
