@@ -11,15 +11,19 @@
 # (test/fullfs.sh) and a minute's soak with crashes (test/soak.sh) on both
 # paths, pmhash built (-Wall -Wextra -Werror) and its pg_regress suite and
 # isolation specs run on PostgreSQL 16, 17 and 18 (test/versions-regress.sh,
-# which installs them), then the SQL-level suites on PostgreSQL 15 on two
+# which installs them), its TAP tests on 18 and some of them on 16 and 17
+# (test/versions-tap.sh), then the SQL-level suites on PostgreSQL 15 on two
 # throwaway clusters: one with its
 # index files on /dev/shm and PMEM_IS_PMEM_FORCE=1 (the pmem path: flush and
 # fence), one with them in the data directory on the ordinary disk (the
-# msync path).  Exits non-zero if anything failed.
+# msync path).  Exits non-zero if anything failed.  PG_MAJOR=16, 17 or 18
+# runs only that version's pg_regress suite, isolation specs and TAP files.
 set -u
 cd "$(dirname "$0")/.."
 source test/lib/common.sh
 
+# the TAP files that run on 16 and 17 (every one runs on 15 and 18)
+VERSION_TAP_SUBSET="002 003 004 005 011 022"
 WORK=$(mktemp -d /tmp/pmhash-tests-XXXXXX)
 chmod 755 "$WORK"
 PASSED=0
@@ -120,6 +124,18 @@ run_core_bench() {
 
 install_packages
 
+# PG_MAJOR=16, 17 or 18: that version's suites alone (pg_regress, isolation
+# and every TAP file), for development
+if [ -n "${PG_MAJOR:-}" ] && [ "$PG_MAJOR" != 15 ]; then
+	run_suite versions bash test/versions-regress.sh "$PG_MAJOR"
+	run_suite versions-tap bash test/versions-tap.sh "$PG_MAJOR"
+	echo
+	echo "$PASSED passed, $FAILED failed"
+	[ "$FAILED" = 0 ] && as_root rm -rf "$WORK"
+	[ "$FAILED" = 0 ]
+	exit
+fi
+
 build_install ""
 record "build with -Wall -Wextra -Werror" $?
 run_suite core make -s core-check
@@ -132,6 +148,10 @@ record "build with assertions" $?
 run_suite fullfs bash test/fullfs.sh "$WORK"
 run_suite soak env SOAK_SECONDS=60 bash test/soak.sh "$WORK"
 run_suite versions bash test/versions-regress.sh 16 17 18
+# every TAP file on 18, the current major; on 16 and 17 those of crash
+# recovery, standbys, PITR, pg_upgrade, logical replication and the slot
+run_suite versions-tap-18 bash test/versions-tap.sh 18
+run_suite versions-tap-16-17 env PMHASH_VERSION_TAP="$VERSION_TAP_SUBSET" bash test/versions-tap.sh 16 17
 
 for mode in pmem msync; do
 	start_cluster "$WORK/$mode" "$mode"
