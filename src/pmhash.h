@@ -395,7 +395,7 @@ extern uint32 pmhash_hash_key(Relation index, const Datum *key, const bool *isnu
 extern void pmhash_key_reader_begin(PmhashKeyReader *kr, Relation heap, Relation index,
 									IndexInfo *info);
 extern bool pmhash_key_read(PmhashKeyReader *kr, ItemPointer tid, Snapshot snapshot, Datum *key,
-							bool *all_dead);
+							bool *all_dead, bool *unsettled);
 extern bool pmhash_key_read_live(PmhashKeyReader *kr, ItemPointer tid, Datum *key);
 extern bool pmhash_key_chain_holds(PmhashKeyReader *kr, ItemPointer tid, uint32 hash,
 								   uint32 shard_bits);

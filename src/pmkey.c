@@ -19,6 +19,7 @@
 #include "access/tableam.h"
 #include "catalog/index.h"
 #include "executor/executor.h"
+#include "storage/lmgr.h"
 #include "utils/datum.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
@@ -73,22 +74,52 @@ pmhash_key_reader_begin(PmhashKeyReader *kr, Relation heap, Relation index, Inde
 	kr->fetch = table_index_fetch_begin(heap);
 }
 
+/* Whether a fetched tuple has a value stored out of line (TOAST). */
+static bool
+has_external_values(TupleTableSlot *slot)
+{
+	TupleDesc	desc = slot->tts_tupleDescriptor;
+
+	slot_getallattrs(slot);
+	for (int i = 0; i < desc->natts; i++)
+	{
+		if (TupleDescAttr(desc, i)->attlen == -1 && !slot->tts_isnull[i] &&
+			VARATT_IS_EXTERNAL(DatumGetPointer(slot->tts_values[i])))
+			return true;
+	}
+	return false;
+}
+
 /*
  * Fetch the next tuple of the HOT chain at *htid that snapshot accepts
  * (table_index_fetch_tuple's protocol: *call_again false for the first);
  * false at the chain's end.  *in_predicate says whether the tuple
  * satisfies the index's predicate (always, for an index without one); then
  * key and isnull (room for INDEX_MAX_KEYS) have its key.
+ *
+ * With unsettled (a dirty snapshot's reader), a tuple that another
+ * transaction is inserting and that has values stored out of line is not
+ * read: *unsettled is set instead.  Its inserter may delete its TOAST data
+ * at any moment (a speculative insertion that loses to another arbiter),
+ * or VACUUM may, once it aborts, so reading its key could fail with
+ * "missing chunk"; the caller waits for the inserter and reads again, as
+ * btree, which compares its own copy of the key, would have waited.
  */
 static bool
 fetch_key(PmhashKeyReader *kr, ItemPointer htid, Snapshot snapshot, bool *call_again,
-		  Datum *key, bool *isnull, bool *in_predicate, bool *all_dead)
+		  Datum *key, bool *isnull, bool *in_predicate, bool *all_dead, bool *unsettled)
 {
 	*in_predicate = false;
 	if (kr->estate != NULL)
 		ResetPerTupleExprContext(kr->estate);
 	if (!table_index_fetch_tuple(kr->fetch, htid, snapshot, kr->slot, call_again, all_dead))
 		return false;
+	if (unsettled != NULL && TransactionIdIsValid(snapshot->xmin) &&
+		has_external_values(kr->slot))
+	{
+		*unsettled = true;
+		return true;
+	}
 	if (kr->estate != NULL)
 		GetPerTupleExprContext(kr->estate)->ecxt_scantuple = kr->slot;
 	if (kr->predicate != NULL && !ExecQual(kr->predicate, GetPerTupleExprContext(kr->estate)))
@@ -104,12 +135,14 @@ fetch_key(PmhashKeyReader *kr, ItemPointer htid, Snapshot snapshot, bool *call_a
  * False if there is none, if it is outside a partial index's predicate, or
  * if a column of its key is NULL (such a key equals no other); then
  * *all_dead, if asked for, says whether the whole chain is dead to every
- * transaction.  By-reference values stay valid until the next read or
- * release.
+ * transaction.  With unsettled, for a dirty snapshot: also false, with
+ * *unsettled set, for a tuple in another transaction's insertion with
+ * TOASTed values (fetch_key), whose inserter is in snapshot->xmin.
+ * By-reference values stay valid until the next read or release.
  */
 bool
 pmhash_key_read(PmhashKeyReader *kr, ItemPointer tid, Snapshot snapshot, Datum *key,
-				bool *all_dead)
+				bool *all_dead, bool *unsettled)
 {
 	ItemPointerData htid = *tid;
 	bool		call_again = false;
@@ -118,7 +151,10 @@ pmhash_key_read(PmhashKeyReader *kr, ItemPointer tid, Snapshot snapshot, Datum *
 
 	if (all_dead)
 		*all_dead = false;
-	if (!fetch_key(kr, &htid, snapshot, &call_again, key, isnull, &in_predicate, all_dead) ||
+	if (unsettled)
+		*unsettled = false;
+	if (!fetch_key(kr, &htid, snapshot, &call_again, key, isnull, &in_predicate, all_dead,
+				   unsettled) ||
 		!in_predicate)
 		return false;
 	for (int i = 0; i < kr->nkeys; i++)
@@ -151,7 +187,7 @@ pmhash_key_chain_holds(PmhashKeyReader *kr, ItemPointer tid, uint32 hash, uint32
 	SnapshotData not_dead;
 
 	InitNonVacuumableSnapshot(not_dead, GlobalVisTestFor(kr->heap));
-	while (fetch_key(kr, &htid, &not_dead, &call_again, key, isnull, &in_predicate, NULL))
+	while (fetch_key(kr, &htid, &not_dead, &call_again, key, isnull, &in_predicate, NULL, NULL))
 	{
 		if (in_predicate && !isnull[0] &&
 			pmh_canonical_hash(pmhash_hash_key(kr->index, key, isnull), shard_bits) == code)
@@ -166,15 +202,30 @@ pmhash_key_chain_holds(PmhashKeyReader *kr, ItemPointer tid, uint32 hash, uint32
  * Read the key of the live (or in-progress) tuple of the HOT chain at tid,
  * the one the index holds the key of: older members of a chain that was
  * HOT-updated before the index existed (CREATE INDEX CONCURRENTLY) may
- * have other keys.  False if there is none, or if its key has a NULL.
+ * have other keys.  False if there is none, or if its key has a NULL.  A
+ * tuple in another transaction's insertion whose TOAST data may vanish
+ * (fetch_key) is read once its inserter is done (or its speculative
+ * insertion settled).
  */
 bool
 pmhash_key_read_live(PmhashKeyReader *kr, ItemPointer tid, Datum *key)
 {
-	SnapshotData dirty;
+	for (;;)
+	{
+		SnapshotData dirty;
+		bool		unsettled;
 
-	InitDirtySnapshot(dirty);
-	return pmhash_key_read(kr, tid, &dirty, key, NULL);
+		InitDirtySnapshot(dirty);
+		if (pmhash_key_read(kr, tid, &dirty, key, NULL, &unsettled))
+			return true;
+		if (!unsettled)
+			return false;
+		pmhash_key_reader_release(kr);
+		if (dirty.speculativeToken != 0)
+			SpeculativeInsertionWait(dirty.xmin, dirty.speculativeToken);
+		else
+			XactLockTableWait(dirty.xmin, kr->heap, tid, XLTW_None);
+	}
 }
 
 /* Whether two keys are equal by the operator classes, column by column. */

@@ -34,7 +34,12 @@
  * index scan returns and ignores xs_recheck: a key sharing the hash code
  * would make it update or delete the wrong row.  In an apply worker a scan
  * therefore compares each candidate's key itself (pmkey.c) and returns only
- * rows whose key is equal.
+ * rows whose key is equal.  So does every scan with a dirty snapshot (the
+ * check for conflicts of INSERT ... ON CONFLICT, exclusion constraints,
+ * 18's apply worker), and its rows then need no recheck: the executor's
+ * recheck would read the key of a row another transaction is inserting,
+ * whose TOAST data may vanish meanwhile; pmkey.c waits for that
+ * transaction before it reads such a key.
  *
  * Copyright (c) 2026, pmhash developers
  *
@@ -101,7 +106,6 @@ pmhashbeginscan(Relation index, int nkeys, int norderbys)
 	so->tids = palloc(so->maxtids * sizeof(ItemPointerData));
 	so->cross_type = palloc0(IndexRelationGetNumberOfKeyAttributes(index) * sizeof(Oid));
 	so->cross_proc = palloc(IndexRelationGetNumberOfKeyAttributes(index) * sizeof(FmgrInfo));
-	so->compare_keys = IsLogicalWorker();
 	scan->opaque = so;
 	return scan;
 }
@@ -282,7 +286,7 @@ key_in_elements(IndexScanDesc scan, ItemPointer tid, const PmhashElementSet *set
 	PmhScanOpaque so = (PmhScanOpaque) scan->opaque;
 	Datum		row_key[INDEX_MAX_KEYS];
 
-	if (!pmhash_key_read(&so->reader, tid, scan->xs_snapshot, row_key, NULL))
+	if (!pmhash_key_read(&so->reader, tid, scan->xs_snapshot, row_key, NULL, NULL))
 		return false;
 	return pmhash_element_set_contains(scan->indexRelation, &scan->keyData[0], set, row_key[0]);
 }
@@ -621,6 +625,18 @@ key_matches(IndexScanDesc scan, ItemPointer tid)
 	return true;
 }
 
+/* Whether a scan key is an array (= ANY), which key_matches leaves alone. */
+static bool
+has_array_key(IndexScanDesc scan)
+{
+	for (int i = 0; i < scan->numberOfKeys; i++)
+	{
+		if (scan->keyData[i].sk_flags & SK_SEARCHARRAY)
+			return true;
+	}
+	return false;
+}
+
 /*
  * amgettuple: the probe's TIDs in TID order, or in reverse going backward
  * (a cursor's MOVE BACKWARD); a scan that first goes backward starts from
@@ -634,6 +650,9 @@ pmhashgettuple(IndexScanDesc scan, ScanDirection dir)
 
 	if (!so->searched)
 	{
+		/* the snapshot is known from the first call on */
+		so->compare_keys = IsLogicalWorker() ||
+			scan->xs_snapshot->snapshot_type == SNAPSHOT_DIRTY;
 		search(scan, true);
 		if (step < 0)
 			so->pos = so->ntids;
@@ -649,7 +668,7 @@ pmhashgettuple(IndexScanDesc scan, ScanDirection dir)
 		if (step > 0 && scan->heapRelation != NULL)
 			pmhash_prefetch_heap(&so->prefetch, scan->heapRelation, so->tids, so->ntids, so->pos);
 		scan->xs_heaptid = *tid;
-		scan->xs_recheck = !so->exact;
+		scan->xs_recheck = !so->exact && !(so->compare_keys && !has_array_key(scan));
 		return true;
 	}
 	/* stay just outside the end reached, for a turn of direction */

@@ -152,7 +152,10 @@ admit_unique(void *arg, const PmhSegment *seg, const PmhashShardState *state, ui
  * Check one candidate against the key being inserted, as btree's
  * _bt_check_unique does: its tuple, if live or in a running transaction's
  * hands (SnapshotDirty), conflicts when its key is equal.  *all_dead says
- * whether its whole chain is dead to every transaction.
+ * whether its whole chain is dead to every transaction.  A tuple another
+ * transaction is inserting with TOASTed values is waited for before its
+ * key is read, since its TOAST data may vanish meanwhile (pmkey.c
+ * fetch_key).
  */
 static Verdict
 check_candidate(PmhashKeyReader *kr, ItemPointer tid, const Datum *key, TransactionId *xwait,
@@ -160,9 +163,15 @@ check_candidate(PmhashKeyReader *kr, ItemPointer tid, const Datum *key, Transact
 {
 	SnapshotData dirty;
 	Datum		other[INDEX_MAX_KEYS];
+	bool		unsettled;
 
 	InitDirtySnapshot(dirty);
-	if (!pmhash_key_read(kr, tid, &dirty, other, all_dead) || !pmhash_keys_equal(kr, key, other))
+	if (pmhash_key_read(kr, tid, &dirty, other, all_dead, &unsettled))
+	{
+		if (!pmhash_keys_equal(kr, key, other))
+			return NO_CONFLICT;
+	}
+	else if (!unsettled)
 		return NO_CONFLICT;
 	*xwait = TransactionIdIsValid(dirty.xmin) ? dirty.xmin : dirty.xmax;
 	*token = dirty.speculativeToken;
