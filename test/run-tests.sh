@@ -148,9 +148,11 @@ record "build with assertions" $?
 run_suite fullfs bash test/fullfs.sh "$WORK"
 run_suite soak env SOAK_SECONDS=60 bash test/soak.sh "$WORK"
 run_suite versions bash test/versions-regress.sh 16 17 18
-# every TAP file on 18, the current major; on 16 and 17 those of crash
-# recovery, standbys, PITR, pg_upgrade, logical replication and the slot
-run_suite versions-tap-18 bash test/versions-tap.sh 18
+# the TAP files on 18, the current major, but 013 (rebuilds of 3M rows cut
+# short, 13 minutes there; what it tests does not depend on the version);
+# on 16 and 17 those of crash recovery, standbys, PITR, pg_upgrade, logical
+# replication and the syncer's slot
+run_suite versions-tap-18 env PMHASH_VERSION_TAP_SKIP=013 bash test/versions-tap.sh 18
 run_suite versions-tap-16-17 env PMHASH_VERSION_TAP="$VERSION_TAP_SUBSET" bash test/versions-tap.sh 16 17
 
 for mode in pmem msync; do
