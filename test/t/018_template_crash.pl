@@ -93,7 +93,9 @@ for my $path ([ 'pmem', 'shm', 1 ], [ 'msync', 'data', 0 ])
 {
 	my ($mode, $dir, $force) = @$path;
 	my $node = new_node("primary_$mode", dir => $dir, force => $force,
-		init => { allows_streaming => 1 }, conf => "allow_in_place_tablespaces = on\n");
+		init => { allows_streaming => 1 },
+		# keep the WAL a standby that reconnects may ask for again
+		conf => "allow_in_place_tablespaces = on\nwal_keep_size = 512MB\n");
 	start_node($node);
 	$node->safe_psql('postgres', 'CREATE EXTENSION pmhash');
 	$node->safe_psql('postgres', "CREATE TABLESPACE ts LOCATION ''");
