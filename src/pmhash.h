@@ -362,7 +362,7 @@ extern bool pmhash_insert_entry(Relation index, PmhashLocal *ix, uint32 hash, It
 								PmhInsertMode mode, PmhashInsertGate gate, void *gate_arg);
 extern int	pmhash_lookup_entries(Relation index, PmhashLocal *ix, Relation heap,
 								  const uint32 *hashes, int n, ItemPointer *tids, int *ntids,
-								  int *maxtids);
+								  int *maxtids, ItemPointer *apart, int *napart);
 extern void pmhash_shard_segment(PmhashLocal *ix, uint32 shard, PmhSegment *seg);
 extern BlockNumber pmhash_predicate_block(PmhashLocal *ix, uint32 hash);
 extern uint64 pmhash_shard_entries(Relation index, PmhashLocal *ix, uint32 shard,
@@ -399,6 +399,7 @@ extern bool pmhash_key_read(PmhashKeyReader *kr, ItemPointer tid, Snapshot snaps
 extern bool pmhash_key_read_live(PmhashKeyReader *kr, ItemPointer tid, Datum *key);
 extern bool pmhash_key_chain_holds(PmhashKeyReader *kr, ItemPointer tid, uint32 hash,
 								   uint32 shard_bits);
+extern bool pmhash_key_chain_indexed(PmhashKeyReader *kr, ItemPointer tid);
 extern bool pmhash_keys_equal(PmhashKeyReader *kr, const Datum *a, const Datum *b);
 extern Datum *pmhash_key_copy(Relation index, const Datum *key);
 extern char *pmhash_key_description(Relation index, const Datum *key);

@@ -166,36 +166,59 @@ pmhash_key_read(PmhashKeyReader *kr, ItemPointer tid, Snapshot snapshot, Datum *
 }
 
 /*
- * Whether the index holds an entry of hash for some tuple of the HOT chain
- * at tid that a transaction may still see, by the rules of an insert
+ * Whether some tuple of the HOT chain at tid that a transaction may still
+ * see is one the index holds an entry of, by the rules of an insert
  * (pmhashinsert): the tuple satisfies the predicate, its first key column
- * is not NULL, and its key hashes to what a slot of a file with shard_bits
- * keeps of hash.  Every such member is tried, since members of a chain
- * HOT-updated before CREATE INDEX CONCURRENTLY may differ in key.  Tuples
- * dead to every transaction are passed over: no scan needs an entry of
- * theirs, and an aborted one's TOAST data may be gone.
+ * is not NULL, and, with_code, its key hashes to code (what a slot of a
+ * file with shard_bits keeps).  Every such member is tried, since members
+ * of a chain HOT-updated before CREATE INDEX CONCURRENTLY may differ in
+ * key.  Tuples dead to every transaction are passed over: no scan needs an
+ * entry of theirs, and an aborted one's TOAST data may be gone.
  */
-bool
-pmhash_key_chain_holds(PmhashKeyReader *kr, ItemPointer tid, uint32 hash, uint32 shard_bits)
+static bool
+chain_has_indexed(PmhashKeyReader *kr, ItemPointer tid, bool with_code, uint32 code,
+				  uint32 shard_bits)
 {
 	ItemPointerData htid = *tid;
 	bool		call_again = false;
 	bool		in_predicate;
 	Datum		key[INDEX_MAX_KEYS];
 	bool		isnull[INDEX_MAX_KEYS];
-	uint32		code = pmh_canonical_hash(hash, shard_bits);
 	SnapshotData not_dead;
 
 	InitNonVacuumableSnapshot(not_dead, GlobalVisTestFor(kr->heap));
 	while (fetch_key(kr, &htid, &not_dead, &call_again, key, isnull, &in_predicate, NULL, NULL))
 	{
 		if (in_predicate && !isnull[0] &&
-			pmh_canonical_hash(pmhash_hash_key(kr->index, key, isnull), shard_bits) == code)
+			(!with_code ||
+			 pmh_canonical_hash(pmhash_hash_key(kr->index, key, isnull), shard_bits) == code))
 			return true;
 		if (!call_again)
 			break;
 	}
 	return false;
+}
+
+/*
+ * Whether the index holds an entry of hash for some tuple of the HOT chain
+ * at tid that a transaction may still see (chain_has_indexed).
+ */
+bool
+pmhash_key_chain_holds(PmhashKeyReader *kr, ItemPointer tid, uint32 hash, uint32 shard_bits)
+{
+	return chain_has_indexed(kr, tid, true, pmh_canonical_hash(hash, shard_bits), shard_bits);
+}
+
+/*
+ * Whether some tuple of the HOT chain at tid that a transaction may still
+ * see is one the index holds an entry of, whatever its key: a partial
+ * index's scans ask it of unverified TIDs, which may now hold a row
+ * outside the predicate (src/README, durability hazard 1).
+ */
+bool
+pmhash_key_chain_indexed(PmhashKeyReader *kr, ItemPointer tid)
+{
+	return chain_has_indexed(kr, tid, false, 0, 0);
 }
 
 /*

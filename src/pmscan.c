@@ -318,6 +318,51 @@ filter_by_elements(IndexScanDesc scan, PmhashArrayElement *elements, int n)
 	pmhash_prefetch_restart(&so->prefetch);
 }
 
+/* Make room in the scan's TID array for extra more. */
+static void
+reserve_tids(IndexScanDesc scan, uint64 extra)
+{
+	PmhScanOpaque so = (PmhScanOpaque) scan->opaque;
+
+	if ((uint64) so->ntids + extra > INT_MAX / sizeof(ItemPointerData))
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("pmhash index \"%s\" has too many entries for one scan",
+						RelationGetRelationName(scan->indexRelation))));
+	if (so->ntids + extra > (uint64) so->maxtids)
+	{
+		so->maxtids = Max(so->maxtids * 2, so->ntids + (int) extra);
+		so->tids = repalloc_huge(so->tids, (Size) so->maxtids * sizeof(ItemPointerData));
+	}
+}
+
+/*
+ * Add to the scan's TIDs those of a partial index's unverified entries
+ * (napart of them, in the palloc'd apart) whose rows the index may hold.
+ * A row that took a phantom's TID after a crash may be outside the
+ * predicate, and PostgreSQL 16 and later leave the conditions a partial
+ * index's predicate implies out of an index scan's plan, so the executor
+ * would not filter it (src/README, durability hazard 1).
+ */
+static void
+add_indexed(IndexScanDesc scan, ItemPointer apart, int napart)
+{
+	PmhScanOpaque so = (PmhScanOpaque) scan->opaque;
+	BlockNumber nblocks;
+
+	begin_reading_keys(scan);
+	nblocks = RelationGetNumberOfBlocks(so->reader.heap);
+	reserve_tids(scan, napart);
+	for (int i = 0; i < napart; i++)
+	{
+		if (ItemPointerGetBlockNumberNoCheck(&apart[i]) < nblocks &&
+			pmhash_key_chain_indexed(&so->reader, &apart[i]))
+			so->tids[so->ntids++] = apart[i];
+	}
+	pmhash_key_reader_release(&so->reader);
+	pfree(apart);
+}
+
 /*
  * Collect every TID of the index, shard by shard, for a scan that cannot
  * name the hash codes to probe: one of a multi-column index whose
@@ -333,8 +378,11 @@ collect_all(IndexScanDesc scan)
 	Relation	index = scan->indexRelation;
 	BlockNumber nblocks = scan->heapRelation ? RelationGetNumberOfBlocks(scan->heapRelation) :
 		InvalidBlockNumber;
+	bool		partial = RelationGetIndexPredicate(index) != NIL;
 	PmhEntry   *entries = NULL;
 	uint64		maxentries = 0;
+	ItemPointer apart = NULL;
+	int			napart = 0;
 
 	/* before reading: an insert after this sees the lock (src/README) */
 	PredicateLockRelation(index, scan->xs_snapshot);
@@ -351,16 +399,7 @@ collect_all(IndexScanDesc scan)
 		}
 		count = pmhash_shard_entries(index, ix, shard, &entries, &maxentries);
 		pmhash_leave();
-		if ((uint64) so->ntids + count > INT_MAX / sizeof(ItemPointerData))
-			ereport(ERROR,
-					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-					 errmsg("pmhash index \"%s\" has too many entries for a scan without a condition on every key column",
-							RelationGetRelationName(index))));
-		if (so->ntids + count > (uint64) so->maxtids)
-		{
-			so->maxtids = Max(so->maxtids * 2, so->ntids + (int) count);
-			so->tids = repalloc_huge(so->tids, (Size) so->maxtids * sizeof(ItemPointerData));
-		}
+		reserve_tids(scan, count);
 		for (uint64 i = 0; i < count; i++)
 		{
 			ItemPointer tid = (ItemPointer) &entries[i].tid;
@@ -368,11 +407,20 @@ collect_all(IndexScanDesc scan)
 			if ((entries[i].flags & PMH_ENTRY_UNVERIFIED) && scan->heapRelation != NULL &&
 				ItemPointerGetBlockNumberNoCheck(tid) >= nblocks)
 				continue;
+			if ((entries[i].flags & PMH_ENTRY_UNVERIFIED) && partial)
+			{
+				apart = apart ? repalloc(apart, (napart + 1) * sizeof(ItemPointerData)) :
+					palloc(sizeof(ItemPointerData));
+				apart[napart++] = *tid;
+				continue;
+			}
 			so->tids[so->ntids++] = *tid;
 		}
 	}
 	if (entries)
 		pfree(entries);
+	if (napart > 0)
+		add_indexed(scan, apart, napart);
 }
 
 /*
@@ -557,6 +605,9 @@ search(IndexScanDesc scan, bool ordered)
 	{
 		PmhashLocal *ix;
 		bool		may_kill = ncodes == 1 && scan->heapRelation != NULL;
+		bool		partial = RelationGetIndexPredicate(index) != NIL;
+		ItemPointer apart = NULL;
+		int			napart = 0;
 		int			unverified;
 
 		/* an exact bitmap scan reads the heap too, and skips what a plain one does */
@@ -567,8 +618,11 @@ search(IndexScanDesc scan, bool ordered)
 		if (may_kill)
 			pmhash_note_probe(ix, codes[0], &so->killed);
 		unverified = pmhash_lookup_entries(index, ix, keys_heap(scan), codes, ncodes,
-										   &so->tids, &so->ntids, &so->maxtids);
+										   &so->tids, &so->ntids, &so->maxtids,
+										   partial ? &apart : NULL, &napart);
 		pmhash_leave();
+		if (napart > 0)
+			add_indexed(scan, apart, napart);
 		/* the heap's check of a phantom's TID would fail (src/README) */
 		so->can_kill = may_kill && unverified == 0;
 	}

@@ -369,11 +369,14 @@ lookup_batch(Relation index, PmhashLocal *ix, const uint32 *hashes, int m, TidCo
  * more than once), without taking a lock unless a bucket keeps changing
  * under the probe.  Unverified TIDs past the end of heap (given for plain
  * index scans) are left out: they are phantoms of a crash that would make
- * the heap fetch fail.  Returns the number of unverified TIDs collected.
+ * the heap fetch fail.  With apart, the other unverified TIDs go to a
+ * palloc'd *apart (*napart of them) instead of *tids, for the caller to
+ * check.  Returns the number of unverified TIDs collected.
  */
 int
 pmhash_lookup_entries(Relation index, PmhashLocal *ix, Relation heap, const uint32 *hashes,
-					  int n, ItemPointer *tids, int *ntids, int *maxtids)
+					  int n, ItemPointer *tids, int *ntids, int *maxtids, ItemPointer *apart,
+					  int *napart)
 {
 	TidCollector c = {*tids, 0, *maxtids, 0, 0, NULL};
 
@@ -384,16 +387,31 @@ pmhash_lookup_entries(Relation index, PmhashLocal *ix, Relation heap, const uint
 		for (int done = 0; done < n; done += LOOKUP_BATCH)
 			lookup_batch(index, ix, hashes + done, Min(LOOKUP_BATCH, n - done), &c);
 	}
+	if (apart)
+	{
+		*apart = NULL;
+		*napart = 0;
+	}
 	if (c.nunverified > 0)
 	{
 		BlockNumber nblocks = heap ? RelationGetNumberOfBlocks(heap) : InvalidBlockNumber;
+		int			nkept = 0;
 
 		for (int i = 0; i < c.nunverified; i++)
 		{
 			if (heap == NULL || ItemPointerGetBlockNumberNoCheck(&c.unverified[i]) < nblocks)
-				append_tids(&c.tids, &c.ntids, &c.maxtids, (PmhTid *) &c.unverified[i], 1);
+				c.unverified[nkept++] = c.unverified[i];
 		}
-		pfree(c.unverified);
+		if (apart)
+		{
+			*apart = c.unverified;
+			*napart = nkept;
+		}
+		else
+		{
+			append_tids(&c.tids, &c.ntids, &c.maxtids, (PmhTid *) c.unverified, nkept);
+			pfree(c.unverified);
+		}
 	}
 	*tids = c.tids;
 	*ntids = c.ntids;

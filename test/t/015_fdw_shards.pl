@@ -48,6 +48,13 @@ my @shards = map { new_node("shard$_", dir => 'default', force => 0) } 0 .. $SHA
 start_node($_) for @shards;
 my $coordinator = new_node('coordinator', dir => 'default', force => 0, preload => 0);
 start_node($coordinator);
+# the wheel of PostgreSQL 16 ships no postgres_fdw
+if (!$coordinator->safe_psql('postgres',
+		"SELECT count(*) FROM pg_available_extensions WHERE name = 'postgres_fdw'"))
+{
+	$_->stop for (@shards, $coordinator);
+	plan skip_all => 'postgres_fdw is not installed';
+}
 
 $_->safe_psql('postgres', <<'EOS') for @shards;
 CREATE EXTENSION pmhash;
