@@ -170,7 +170,7 @@ tap_version() {
 	local major=$1 dir rc status label
 	if [ "$major" = 17 ]; then
 		dir=$PGV_ROOT/tmp/pmhash-tap
-		pgv_copy_tree "$PWD" "$dir" || return 1
+		pgv_copy_tree "$PWD" "$dir" || { result 1 "PostgreSQL 17: a copy of the tree"; return 1; }
 		pgv_make 17 "$dir" >"$WORK/build-17.log" 2>&1 || { result 1 "PostgreSQL 17: build"; return 1; }
 		copy_15_into_root || echo "# PostgreSQL 17: no PostgreSQL 15 to upgrade from"
 		write_in_root_script >"$dir/in-root.sh"
@@ -190,7 +190,7 @@ tap_version() {
 		return 0
 	fi
 	dir=$WORK/build-$major
-	pgv_copy_tree "$PWD" "$dir" || return 1
+	pgv_copy_tree "$PWD" "$dir" || { result 1 "PostgreSQL $major: a copy of the tree"; return 1; }
 	if ! { pgv_make "$major" "$dir" && pgv_make "$major" "$dir" install; } >"$WORK/build-$major.log" 2>&1; then
 		result 1 "PostgreSQL $major: build"
 		return 1
@@ -205,6 +205,8 @@ as_root chown -R "$(pg_user)" "$WORK"
 for major in "$@"; do
 	tap_version "$major"
 done
+# no result at all is a failure too
+[ $((PASSED + FAILED)) -gt 0 ] || result 1 "some TAP file ran"
 if [ "$FAILED" = 0 ]; then
 	as_root rm -rf "$WORK"
 else
