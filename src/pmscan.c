@@ -54,6 +54,7 @@
 #include "access/relscan.h"
 #include "access/table.h"
 #include "catalog/index.h"
+#include "catalog/pg_index.h"
 #include "nodes/tidbitmap.h"
 #include "pgstat.h"
 #include "replication/logicalworker.h"
@@ -318,6 +319,13 @@ filter_by_elements(IndexScanDesc scan, PmhashArrayElement *elements, int n)
 	pmhash_prefetch_restart(&so->prefetch);
 }
 
+/* Whether an index is partial, without copying its predicate. */
+static inline bool
+is_partial(Relation index)
+{
+	return !heap_attisnull(index->rd_indextuple, Anum_pg_index_indpred, NULL);
+}
+
 /* Make room in the scan's TID array for extra more. */
 static void
 reserve_tids(IndexScanDesc scan, uint64 extra)
@@ -378,7 +386,7 @@ collect_all(IndexScanDesc scan)
 	Relation	index = scan->indexRelation;
 	BlockNumber nblocks = scan->heapRelation ? RelationGetNumberOfBlocks(scan->heapRelation) :
 		InvalidBlockNumber;
-	bool		partial = RelationGetIndexPredicate(index) != NIL;
+	bool		partial = is_partial(index);
 	PmhEntry   *entries = NULL;
 	uint64		maxentries = 0;
 	ItemPointer apart = NULL;
@@ -605,7 +613,7 @@ search(IndexScanDesc scan, bool ordered)
 	{
 		PmhashLocal *ix;
 		bool		may_kill = ncodes == 1 && scan->heapRelation != NULL;
-		bool		partial = RelationGetIndexPredicate(index) != NIL;
+		bool		partial = is_partial(index);
 		ItemPointer apart = NULL;
 		int			napart = 0;
 		int			unverified;

@@ -25,23 +25,10 @@ cd "$(dirname "$0")/.."
 source test/lib/common.sh
 source test/lib/pgversions.sh
 
-PASSED=0
-FAILED=0
 WORK=$(mktemp -d /tmp/pmhash-versions-tap-XXXXXX)
 chmod 755 "$WORK"
 PERL_MODULES=$WORK/perl
 PG15=/usr/lib/postgresql/15
-
-# Print one result line and count it: $1 status, $2 label.
-result() {
-	if [ "$1" = 0 ]; then
-		PASSED=$((PASSED + 1))
-		echo "ok $((PASSED + FAILED)) - $2"
-	else
-		FAILED=$((FAILED + 1))
-		echo "not ok $((PASSED + FAILED)) - $2"
-	fi
-}
 
 # Whether file name $1 starts with one of the prefixes $2.
 starts_with_one() {
@@ -121,14 +108,14 @@ tap_on_host() {
 		(cd "$WORK/src" && as_pg env PATH="$bindir:$PATH" PMEM_IS_PMEM_FORCE=1 \
 			TESTLOGDIR="$dir/tmp_check/log" TESTDATADIR="$dir/tmp_check" PG_REGRESS="$regress" \
 			prove -I "$PERL_MODULES" -I test/t -v "$t") >"$dir.log" 2>&1
-		result $? "PostgreSQL $major: tap $name.pl"
+		tap_result $? "PostgreSQL $major: tap $name.pl"
 		[ "$(tail -1 "$dir.log")" = "Result: PASS" ] || tail -30 "$dir.log" | sed 's/^/# /'
 		if [ "$name" = 005_upgrade ] && [ -n "$from" ]; then
 			(cd "$WORK/src" && as_pg env PATH="$bindir:$PATH" PMEM_IS_PMEM_FORCE=1 \
 				PMHASH_UPGRADE_FROM="$from" TESTLOGDIR="$dir-15/tmp_check/log" \
 				TESTDATADIR="$dir-15/tmp_check" PG_REGRESS="$regress" \
 				prove -I "$PERL_MODULES" -I test/t -v "$t") >"$dir-15.log" 2>&1
-			result $? "PostgreSQL $major: tap $name.pl, pg_upgrade from 15"
+			tap_result $? "PostgreSQL $major: tap $name.pl, pg_upgrade from 15"
 			[ "$(tail -1 "$dir-15.log")" = "Result: PASS" ] || tail -30 "$dir-15.log" | sed 's/^/# /'
 		fi
 	done
@@ -170,35 +157,35 @@ tap_version() {
 	local major=$1 dir rc status label
 	if [ "$major" = 17 ]; then
 		dir=$PGV_ROOT/tmp/pmhash-tap
-		pgv_copy_tree "$PWD" "$dir" || { result 1 "PostgreSQL 17: a copy of the tree"; return 1; }
-		pgv_make 17 "$dir" >"$WORK/build-17.log" 2>&1 || { result 1 "PostgreSQL 17: build"; return 1; }
+		pgv_copy_tree "$PWD" "$dir" || { tap_result 1 "PostgreSQL 17: a copy of the tree"; return 1; }
+		pgv_make 17 "$dir" >"$WORK/build-17.log" 2>&1 || { tap_result 1 "PostgreSQL 17: build"; return 1; }
 		copy_15_into_root || echo "# PostgreSQL 17: no PostgreSQL 15 to upgrade from"
 		write_in_root_script >"$dir/in-root.sh"
 		pgv_in_root bash /tmp/pmhash-tap/in-root.sh /tmp/pmhash-tap /tmp/pmhash-tap/work \
 			$(test_files) >"$WORK/results-17" 2>"$WORK/in-root-17.log"
 		while read -r status label; do
 			if [ "$label" = 005_upgrade-15 ]; then
-				result "$status" "PostgreSQL 17: tap 005_upgrade.pl, pg_upgrade from 15"
+				tap_result "$status" "PostgreSQL 17: tap 005_upgrade.pl, pg_upgrade from 15"
 			else
-				result "$status" "PostgreSQL 17: tap $label.pl"
+				tap_result "$status" "PostgreSQL 17: tap $label.pl"
 			fi
 			[ "$status" = 0 ] || tail -30 "$dir/work/$label.log" | sed 's/^/# /'
 		done <"$WORK/results-17"
-		[ -s "$WORK/results-17" ] || { result 1 "PostgreSQL 17: the tests ran"; cat "$WORK/in-root-17.log"; }
+		[ -s "$WORK/results-17" ] || { tap_result 1 "PostgreSQL 17: the tests ran"; cat "$WORK/in-root-17.log"; }
 		mkdir -p "$WORK/17" && cp -r "$dir/work/." "$WORK/17/" 2>/dev/null
 		pgv_remove "$dir"
 		return 0
 	fi
 	dir=$WORK/build-$major
-	pgv_copy_tree "$PWD" "$dir" || { result 1 "PostgreSQL $major: a copy of the tree"; return 1; }
+	pgv_copy_tree "$PWD" "$dir" || { tap_result 1 "PostgreSQL $major: a copy of the tree"; return 1; }
 	if ! { pgv_make "$major" "$dir" && pgv_make "$major" "$dir" install; } >"$WORK/build-$major.log" 2>&1; then
-		result 1 "PostgreSQL $major: build"
+		tap_result 1 "PostgreSQL $major: build"
 		return 1
 	fi
 	tap_on_host "$major" "$PG_BINDIR"
 }
 
-install_test_modules || { result 1 "PostgreSQL's TAP test modules"; echo "$PASSED passed, $FAILED failed"; exit 1; }
+install_test_modules || { tap_result 1 "PostgreSQL's TAP test modules"; echo "0 passed, 1 failed"; exit 1; }
 mkdir -p "$WORK/src/test"
 cp -r test/t "$WORK/src/test/"
 as_root chown -R "$(pg_user)" "$WORK"
@@ -206,11 +193,11 @@ for major in "$@"; do
 	tap_version "$major"
 done
 # no result at all is a failure too
-[ $((PASSED + FAILED)) -gt 0 ] || result 1 "some TAP file ran"
-if [ "$FAILED" = 0 ]; then
+[ "$TAP_N" -gt 0 ] || tap_result 1 "some TAP file ran"
+if [ "$TAP_FAILED" = 0 ]; then
 	as_root rm -rf "$WORK"
 else
 	echo "logs kept in $WORK"
 fi
-echo "$PASSED passed, $FAILED failed"
-[ "$FAILED" = 0 ]
+echo "$((TAP_N - TAP_FAILED)) passed, $TAP_FAILED failed"
+[ "$TAP_FAILED" = 0 ]

@@ -20,7 +20,7 @@ use warnings;
 
 use FindBin;
 use lib $FindBin::RealBin;
-use PmhashFiles qw(compare_with_seqscan);
+use PmhashFiles qw(change_t check_t);
 use PmhashRecovery;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
@@ -31,19 +31,7 @@ my $MINIMAL = "wal_level = minimal\nmax_wal_senders = 0\n";
 my $NO_SLOTS = "wal_level = replica\nmax_wal_senders = 0\nmax_replication_slots = 0\n";
 my $SYNCER = qr/commits leave the sync of index changes on ordinary files to the syncer/;
 my $SELF = qr/commits sync their index changes themselves/;
-my $next = 1;
 
-# Inserts, deletes and a VACUUM on t.
-sub changes
-{
-	my ($node) = @_;
-	$node->safe_psql('postgres',
-		"INSERT INTO t SELECT i, i % 53 FROM generate_series($next, $next + 2999) i; "
-		  . "DELETE FROM t WHERE id % 5 = 0 AND id >= $next; $VACUUM t; "
-		  . "INSERT INTO t SELECT i, i % 53 FROM generate_series($next + 3000, $next + 3999) i");
-	$next += 4000;
-	return;
-}
 
 # Whether the syncer's slot exists.
 sub has_slot
@@ -53,16 +41,6 @@ sub has_slot
 		"SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'pmhash_durable'");
 }
 
-# Index and bitmap scans of every key against a seqscan, and pmhash_verify.
-sub check_t
-{
-	my ($node, $name) = @_;
-	compare_with_seqscan($node, 'postgres', 't_k', 't', 'k', -1, 54, $name);
-	is($node->safe_psql('postgres', "SELECT pmhash_verify('t_k')"),
-		$node->safe_psql('postgres', 'SELECT count(k) FROM t'),
-		"$name: pmhash_verify counts the keys");
-	return;
-}
 
 # Stop the node ($mode), append $conf, start it; returns the new log text.
 sub restart_with
@@ -81,7 +59,7 @@ start_node($node);
 $node->safe_psql('postgres',
 	'CREATE EXTENSION pmhash; CREATE TABLE t (id int, k int); '
 	  . 'CREATE INDEX t_k ON t USING pmhash (k)');
-changes($node);
+change_t($node);
 ok(wait_until(30, sub { has_slot($node) == 1 }), 'replica: the syncer holds its slot');
 
 for my $case ([ 'fast', $MINIMAL, 'wal_level minimal after a clean shutdown' ],
@@ -89,7 +67,7 @@ for my $case ([ 'fast', $MINIMAL, 'wal_level minimal after a clean shutdown' ],
 	[ 'fast', $NO_SLOTS, 'max_replication_slots 0 after a clean shutdown' ])
 {
 	my ($mode, $conf, $name) = @$case;
-	changes($node);
+	change_t($node);
 	my $log = restart_with($node, $mode, $conf, $name);
 	like($log, qr/dropped replication slot "pmhash_durable", which this server cannot use/,
 		"$name: the postmaster dropped the slot");
@@ -97,7 +75,7 @@ for my $case ([ 'fast', $MINIMAL, 'wal_level minimal after a clean shutdown' ],
 	like($log, qr/redo starts at/, "$name: crash recovery ran") if $mode eq 'immediate';
 	is(has_slot($node), 0, "$name: no slot");
 	check_t($node, $name);
-	changes($node);
+	change_t($node);
 	$log = restart_with($node, 'immediate', '', "$name, then a crash");
 	check_t($node, "$name, then a crash");
 
@@ -110,7 +88,7 @@ for my $case ([ 'fast', $MINIMAL, 'wal_level minimal after a clean shutdown' ],
 # pmhash.durable lost in a crash: the slot's saved position is all there is
 {
 	my $name = 'wal_level minimal after a crash that lost pmhash.durable';
-	changes($node);
+	change_t($node);
 	$node->stop('immediate');
 	unlink pmhash_dir($node) . '/pmhash.durable' or die "unlink: $!";
 	$node->append_conf('postgresql.conf', $MINIMAL);

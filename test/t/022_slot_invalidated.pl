@@ -19,26 +19,13 @@ use warnings;
 
 use FindBin;
 use lib $FindBin::RealBin;
-use PmhashFiles qw(compare_with_seqscan);
+use PmhashFiles qw(change_t check_t);
 use PmhashRecovery;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $next = 1;
 
-# Inserts, deletes and a VACUUM on t: writes whose sync commits leave to
-# the syncer.
-sub changes
-{
-	my ($node) = @_;
-	$node->safe_psql('postgres',
-		"INSERT INTO t SELECT i, i % 53 FROM generate_series($next, $next + 2999) i; "
-		  . "DELETE FROM t WHERE id % 5 = 0 AND id >= $next; $VACUUM t; "
-		  . "INSERT INTO t SELECT i, i % 53 FROM generate_series($next + 3000, $next + 3999) i");
-	$next += 4000;
-	return;
-}
 
 # The pid of the process holding the syncer's slot, or '' if none does.
 sub syncer_pid
@@ -85,16 +72,6 @@ sub invalidate_slot
 	return 0;
 }
 
-# Index and bitmap scans of every key against a seqscan, and pmhash_verify.
-sub check_t
-{
-	my ($node, $name) = @_;
-	compare_with_seqscan($node, 'postgres', 't_k', 't', 'k', -1, 54, $name);
-	is($node->safe_psql('postgres', "SELECT pmhash_verify('t_k')"),
-		$node->safe_psql('postgres', 'SELECT count(k) FROM t'),
-		"$name: pmhash_verify counts the keys");
-	return;
-}
 
 my $node = new_node('main', dir => 'data', force => 0, init => { allows_streaming => 1 },
 	conf => "checkpoint_timeout = 1h\nmax_slot_wal_keep_size = 1MB\npmhash.sync_interval = 60s\n");
@@ -102,7 +79,7 @@ start_node($node);
 $node->safe_psql('postgres',
 	'CREATE EXTENSION pmhash; CREATE TABLE t (id int, k int); '
 	  . 'CREATE INDEX t_k ON t USING pmhash (k); CREATE TABLE filler (x text)');
-changes($node);
+change_t($node);
 
 # 1. a checkpoint terminates the syncer; it comes back
 {
@@ -110,7 +87,7 @@ changes($node);
 	ok(wait_until(30, sub { syncer_pid($node) ne '' }), "$name: the syncer holds the slot");
 	my $old = syncer_pid($node);
 	my $offset = log_offset($node);
-	changes($node);
+	change_t($node);
 	wal_and_checkpoint($node);
 	like(slurp_file($node->logfile, $offset),
 		qr/terminating process $old to release replication slot "pmhash_durable"/,
@@ -124,9 +101,9 @@ changes($node);
 # 2. the slot invalidated, then a crash before the syncer is back
 {
 	my $name = 'a crash while the slot is invalidated';
-	changes($node);
+	change_t($node);
 	ok(invalidate_slot($node), "$name: the slot is invalidated");
-	changes($node);
+	change_t($node);
 	$node->stop('immediate');
 	my $offset = log_offset($node);
 	start_node($node);
@@ -139,7 +116,7 @@ changes($node);
 # 3. the syncer makes an invalidated slot anew, and recovery replays from it
 {
 	my $name = 'a crash after the syncer made the slot anew';
-	changes($node);
+	change_t($node);
 	my $offset = log_offset($node);
 	ok(invalidate_slot($node), "$name: the slot is invalidated");
 	ok(wait_until(30, sub { slot_status($node) eq 'reserved' && syncer_pid($node) ne '' }),
@@ -153,9 +130,9 @@ changes($node);
 	$node->safe_psql('postgres',
 		'ALTER SYSTEM SET max_slot_wal_keep_size = -1; SELECT pg_reload_conf()');
 	$node->safe_psql('postgres', 'SELECT pg_switch_wal()');
-	changes($node);
+	change_t($node);
 	$node->safe_psql('postgres', 'SELECT pg_switch_wal(); CHECKPOINT');
-	changes($node);
+	change_t($node);
 	$node->stop('immediate');
 	$offset = log_offset($node);
 	start_node($node);

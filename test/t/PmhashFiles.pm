@@ -12,7 +12,7 @@ use warnings;
 
 use Exporter 'import';
 use Fcntl qw(O_RDONLY O_WRONLY SEEK_SET);
-use PmhashRecovery qw(new_node pmhash_dir pmh_files);
+use PmhashRecovery qw(new_node pmhash_dir pmh_files $VACUUM);
 use PostgreSQL::Test::Utils;
 use Test::More;
 
@@ -25,6 +25,7 @@ our @EXPORT = qw(
   mark check_alive check_whole_logs
   read_bytes write_bytes change_byte find_segment
   start_session session_sql session_ok
+  change_t check_t
 );
 
 our $FORCE_INDEX = 'SET enable_seqscan = off; SET enable_bitmapscan = off;';
@@ -311,6 +312,34 @@ sub session_ok
 	my ($out, $err) = session_sql($s, $sql);
 	is($err, '', "$name: no error") or diag $err;
 	return $out;
+}
+
+# Table t (id int, k int) with pmhash index t_k, of the syncer's tests
+# (020_sync_fallback, 022_slot_invalidated).  The next id change_t inserts.
+my $next_t = 1;
+
+# Inserts, deletes and a VACUUM on t: writes whose sync commits leave to
+# the syncer where it runs.
+sub change_t
+{
+	my ($node) = @_;
+	$node->safe_psql('postgres',
+		"INSERT INTO t SELECT i, i % 53 FROM generate_series($next_t, $next_t + 2999) i; "
+		  . "DELETE FROM t WHERE id % 5 = 0 AND id >= $next_t; $VACUUM t; "
+		  . "INSERT INTO t SELECT i, i % 53 FROM generate_series($next_t + 3000, $next_t + 3999) i");
+	$next_t += 4000;
+	return;
+}
+
+# Index and bitmap scans of every key of t against a seqscan, and pmhash_verify.
+sub check_t
+{
+	my ($node, $name) = @_;
+	compare_with_seqscan($node, 'postgres', 't_k', 't', 'k', -1, 54, $name);
+	is($node->safe_psql('postgres', "SELECT pmhash_verify('t_k')"),
+		$node->safe_psql('postgres', 'SELECT count(k) FROM t'),
+		"$name: pmhash_verify counts the keys");
+	return;
 }
 
 1;
