@@ -89,14 +89,13 @@ ops_mapped_units(void *arg)
 }
 
 /* Table callback: log the content of a rebuilt shard, when the index is logged. */
-static uint64
+static void
 ops_log_rebuild(void *arg, uint32 shard, const PmhEntry *entries, uint64 count, double fill)
 {
 	PmhashLocal   *ix = arg;
 
-	if (!ix->logged)
-		return 0;
-	return pmhash_log_rebuild(&ix->node, shard, fill, entries, count);
+	if (ix->logged)
+		pmhash_log_rebuild(&ix->node, shard, fill, entries, count);
 }
 
 /*

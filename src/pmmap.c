@@ -288,14 +288,25 @@ msync_range(char *base, uint64 offset, uint64 len, const char *path)
 	pmhash_shadow_synced(path, base, offset, len);
 }
 
-/* Persist callback of durable files: make one range durable now. */
+/*
+ * Persist callback of durable files, for structural changes (a rebuilt
+ * segment, its descriptor): on DAX flush and fence the range now.  On an
+ * ordinary file, leave it to the syncer as a commit would leave this
+ * backend's changes (made after the syncer's defer floor): crash recovery
+ * replays the rebuild's record, which follows its flagging (src/README,
+ * The syncer); else msync the range now.
+ */
 static void
 persist_now(void *arg, const void *addr, size_t len)
 {
 	PmhashLocal   *ix = arg;
+	XLogRecPtr	floor;
 
 	if (ix->is_pmem)
 		pmem_persist(addr, len);
+	else if ((floor = pmhash_defer_floor()) != InvalidXLogRecPtr &&
+			 (ix->ndirty > 0 ? ix->dirty_since : GetXLogInsertRecPtr()) >= floor)
+		record_dirty(arg, addr, len);
 	else
 		msync_range(ix->base, (uint64) ((const char *) addr - ix->base), len, ix->share->path);
 }

@@ -205,8 +205,8 @@ typedef struct PmhFreeMap
  * which may move the mapping) or 0 on failure; free_space takes back a
  * segment once no reader can see it; publish shows a new descriptor to
  * readers; base and mapped_units describe the current mapping; log_rebuild,
- * if set, writes the full content of a rebuilt shard to the WAL and returns
- * its position.
+ * if set, writes the full content of a rebuilt shard to the WAL, after the
+ * shard is published.
  */
 typedef struct PmhTableOps
 {
@@ -217,7 +217,7 @@ typedef struct PmhTableOps
 	void		(*publish) (void *arg, uint32_t shard, uint64_t desc, uint32_t nposting);
 	char	   *(*base) (void *arg);
 	uint64_t	(*mapped_units) (void *arg);
-	uint64_t	(*log_rebuild) (void *arg, uint32_t shard, const PmhEntry *entries,
+	void		(*log_rebuild) (void *arg, uint32_t shard, const PmhEntry *entries,
 								uint64_t count, double fill);
 	void	   *arg;
 } PmhTableOps;

@@ -8,9 +8,10 @@
  * through PmhTableOps, and holds the shard's writer lock around every call.
  * A rebuild writes its new segment into unpublished space, persists it,
  * stores the new descriptor in the file's descriptors (one 8-byte store),
- * persists that, and only then shows it to readers through the mirror.  The
- * old segment is handed back to the caller, who frees it once no reader can
- * still be inside it.
+ * persists that, shows it to readers through the mirror, and only then logs
+ * the content.  The persist callback may make the segment durable at once
+ * or leave it to a later sync.  The old segment is handed back to the
+ * caller, who frees it once no reader can still be inside it.
  *
  * Copyright (c) 2026, pmhash developers
  *
@@ -147,14 +148,6 @@ rebuild_shard(const PmhTable *t, const PmhSegment *seg, const PmhEntry *extra,
 			return PMH_FULL;
 		}
 	}
-	if (ops->log_rebuild)
-	{
-		uint64_t	logged = ops->log_rebuild(ops->arg, seg->shard, work, n, fill);
-
-		if (logged > lsn)
-			lsn = logged;
-	}
-
 	memset(counts, 0, sizeof(*counts));
 	if (n > 0)
 	{
@@ -170,12 +163,22 @@ rebuild_shard(const PmhTable *t, const PmhSegment *seg, const PmhEntry *extra,
 		counts->unverified = layout.nunverified;
 		counts->max_lsn = lsn;
 	}
-	ops->free_memory(ops->arg, work);
 
 	if (n > 0)
 		publish(t, seg->shard, pmh_desc_make(unit, layout.nbuckets), layout.nposting);
 	else
 		publish(t, seg->shard, 0, 0);
+
+	/*
+	 * Logged after the segment is written and published: a caller that
+	 * leaves the segment's durability to a later sync flags the file when
+	 * it writes, and a sync that the record precedes then covers the
+	 * segment.  The segment is stamped with the caller's position from
+	 * before the change, as an insert is.
+	 */
+	if (ops->log_rebuild)
+		ops->log_rebuild(ops->arg, seg->shard, work, n, fill);
+	ops->free_memory(ops->arg, work);
 	if (seg->unit != 0)
 		ops->free_space(ops->arg, seg->unit, 1 + (uint64_t) seg->nbuckets + seg->nposting);
 	return PMH_OK;
