@@ -25,7 +25,7 @@ int			pmhash_max_indexes = 128;
 int			pmhash_max_shards = 131072;
 int			pmhash_shard_locks = 1024;
 bool		pmhash_os_crash_shadows = false;
-int			pmhash_sync_interval = 1000;
+int			pmhash_sync_interval = 30000;
 bool		pmhash_preloaded = false;
 
 /* Define the configuration parameters (from _PG_init, preloading only). */
@@ -70,7 +70,7 @@ pmhash_define_settings(void)
 							"Crash recovery replays pmhash's WAL from the last round; "
 							"a replication slot, pmhash_durable, keeps that WAL.",
 							&pmhash_sync_interval,
-							1000, 10, 60000,
+							30000, 10, 60000,
 							PGC_SIGHUP,
 							GUC_UNIT_MS,
 							NULL, NULL, NULL);

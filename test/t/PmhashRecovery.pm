@@ -39,9 +39,11 @@ my %force_of;    # node name => PMEM_IS_PMEM_FORCE of its server
 # Settings of every node: pmhash preloaded, postmaster restarts after a
 # backend crash, no autovacuum (the tests VACUUM themselves), small logs,
 # no JIT (plans forced with enable_* look so costly that LLVM would spend
-# minutes compiling them).
+# minutes compiling them), a syncer round every second (not 30), which
+# the tests that wait for one expect.
 my $BASE_CONF = <<'EOC';
 shared_preload_libraries = 'pmhash'
+pmhash.sync_interval = 1s
 jit = off
 restart_after_crash = on
 autovacuum = off
