@@ -12,7 +12,9 @@
 # stop the server immediately and start it.  The copy must answer every key
 # by index and bitmap scan as a seqscan does, pmhash_verify must count its
 # non-null keys, and its unique pmhash index must refuse a duplicate; the
-# source too.  A standby replays the same copies and must agree.
+# source too.  A standby replays the same copies and must agree.  A hash
+# index on a twin table goes through the same steps and is checked the
+# same way: where it answers, pmhash must too.
 use strict;
 use warnings;
 
@@ -27,7 +29,9 @@ use Test::More;
 my $ROWS = 1000;
 my $KEYS = 50;
 
-# Create table t (id, k) with pmhash indexes: t_k on k, unique t_id on id.
+# Create table t (id, k) with pmhash indexes: t_k on k, unique t_id on id;
+# and table h, the same rows with a hash index h_k on k, which goes through
+# the same steps: where it answers, pmhash must too.
 sub make_source
 {
 	my ($node, $db) = @_;
@@ -35,7 +39,8 @@ sub make_source
 		    "CREATE TABLE t (id int, k int); "
 		  . "INSERT INTO t SELECT i, i % $KEYS FROM generate_series(1, $ROWS) i; "
 		  . "CREATE INDEX t_k ON t USING pmhash (k); "
-		  . "CREATE UNIQUE INDEX t_id ON t USING pmhash (id);");
+		  . "CREATE UNIQUE INDEX t_id ON t USING pmhash (id); "
+		  . "CREATE TABLE h AS SELECT * FROM t; CREATE INDEX h_k ON h USING hash (k);");
 	return;
 }
 
@@ -61,10 +66,13 @@ sub wait_for_durable
 # Change the source after the copy: its rows go, others take their TIDs.
 sub change_source
 {
-	my ($node, $db, $table) = @_;
-	$node->safe_psql($db, "DELETE FROM $table; $VACUUM $table");
-	$node->safe_psql($db,
-		"INSERT INTO $table SELECT i, (i + 7) % $KEYS FROM generate_series($ROWS + 1, 2 * $ROWS) i");
+	my ($node, $db, @tables) = @_;
+	for my $table (@tables)
+	{
+		$node->safe_psql($db, "DELETE FROM $table; $VACUUM $table");
+		$node->safe_psql($db,
+			"INSERT INTO $table SELECT i, (i + 7) % $KEYS FROM generate_series($ROWS + 1, 2 * $ROWS) i");
+	}
 	return;
 }
 
@@ -75,6 +83,8 @@ sub check_table
 	my ($node, $db, $table, $name) = @_;
 	compare_with_seqscan($node, $db, "${table}_k", $table, 'k', -1, $KEYS + 1, "$name, k");
 	compare_with_seqscan($node, $db, "${table}_id", $table, 'id', 0, 2 * $ROWS + 1, "$name, id");
+	compare_with_seqscan($node, $db, 'h_k', 'h', 'k', -1, $KEYS + 1, "$name, hash k")
+	  if $table eq 't';
 	for my $index ("${table}_k", "${table}_id")
 	{
 		is($node->safe_psql($db, "SELECT pmhash_verify('$index')"),
@@ -115,7 +125,7 @@ for my $path ([ 'pmem', 'shm', 1 ], [ 'msync', 'data', 0 ])
 		$node->safe_psql('postgres', 'CHECKPOINT');
 		$node->safe_psql('postgres',
 			"CREATE DATABASE copy_$strategy TEMPLATE src_$strategy STRATEGY $strategy");
-		change_source($node, "src_$strategy", 't');
+		change_source($node, "src_$strategy", 't', 'h');
 		$node->stop('immediate');
 		start_node($node);
 		like(slurp_file($node->logfile, $offset), qr/redo starts at/,

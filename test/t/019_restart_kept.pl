@@ -7,8 +7,9 @@
 #    hold replayed changes not yet synced from before its redo point.  A kill -9 of a
 #    standby backend (the postmaster reinitializes) and an immediate
 #    shutdown and start must leave every pmhash index usable on the standby:
-#    index and bitmap scans of every key agree with a seqscan, nothing is
-#    marked to be rebuilt, and replay goes on.  An operating system crash
+#    index and bitmap scans of every key agree with a seqscan (as for a
+#    hash index on a twin table that goes through the same changes),
+#    nothing is marked to be rebuilt, and replay goes on.  An operating system crash
 #    of a standby, simulated by blanking the boot recorded in the headers
 #    of the files that hold unsynced replayed changes, still marks them to
 #    be rebuilt (55000 on the standby), and after promotion the first use
@@ -76,16 +77,21 @@ sub primary_changes
 	my ($primary, $from) = @_;
 	$primary->safe_psql('postgres',
 		"INSERT INTO t SELECT i, i % 97 FROM generate_series($from, $from + 1999) i; "
-		  . "DELETE FROM t WHERE id % 7 = 0 AND id >= $from; $VACUUM t");
+		  . "DELETE FROM t WHERE id % 7 = 0 AND id >= $from; $VACUUM t; "
+		  . "INSERT INTO th SELECT i, i % 97 FROM generate_series($from, $from + 1999) i; "
+		  . "DELETE FROM th WHERE id % 7 = 0 AND id >= $from; $VACUUM th");
 	return;
 }
 
-# Check every key of t's indexes on a node against a seqscan.
+# Check every key of t's indexes on a node against a seqscan, and of th's
+# hash index, which goes through the same steps: where it answers, pmhash
+# must too.
 sub check_t
 {
 	my ($node, $name) = @_;
 	compare_with_seqscan($node, 'postgres', 't_k', 't', 'k', -1, 98, "$name, k");
 	compare_with_seqscan($node, 'postgres', 't_id', 't', 'id', 0, 300, "$name, id");
+	compare_with_seqscan($node, 'postgres', 'th_k', 'th', 'k', -1, 98, "$name, hash k");
 	return;
 }
 
@@ -106,7 +112,8 @@ start_node($_) for @standbys;
 $primary->safe_psql('postgres',
 	    'CREATE EXTENSION pmhash; CREATE TABLE t (id int, k int); '
 	  . 'CREATE INDEX t_k ON t USING pmhash (k); '
-	  . 'CREATE UNIQUE INDEX t_id ON t USING pmhash (id)');
+	  . 'CREATE UNIQUE INDEX t_id ON t USING pmhash (id); '
+	  . 'CREATE TABLE th (id int, k int); CREATE INDEX th_k ON th USING hash (k)');
 
 my $next = 1;
 # replayed changes, the last few of them after replay's last sync (it syncs
