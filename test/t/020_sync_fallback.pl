@@ -58,7 +58,8 @@ my $node = new_node('main', dir => 'data', force => 0, init => { allows_streamin
 start_node($node);
 $node->safe_psql('postgres',
 	'CREATE EXTENSION pmhash; CREATE TABLE t (id int, k int); '
-	  . 'CREATE INDEX t_k ON t USING pmhash (k)');
+	  . 'CREATE INDEX t_k ON t USING pmhash (k); '
+	  . 'CREATE TABLE th (id int, k int); CREATE INDEX th_k ON th USING hash (k)');
 change_t($node);
 ok(wait_until(30, sub { has_slot($node) == 1 }), 'replica: the syncer holds its slot');
 

@@ -315,23 +315,36 @@ sub session_ok
 }
 
 # Table t (id int, k int) with pmhash index t_k, of the syncer's tests
-# (020_sync_fallback, 022_slot_invalidated).  The next id change_t inserts.
+# (020_sync_fallback, 022_slot_invalidated), and where it exists its twin
+# th with hash index th_k, which goes through the same changes and checks:
+# where hash answers, pmhash must too.  The next id change_t inserts.
 my $next_t = 1;
 
-# Inserts, deletes and a VACUUM on t: writes whose sync commits leave to
-# the syncer where it runs.
+# Whether a node has the hash twin th.
+sub has_twin
+{
+	my ($node) = @_;
+	return $node->safe_psql('postgres', "SELECT to_regclass('th') IS NOT NULL") eq 't';
+}
+
+# Inserts, deletes and a VACUUM on t (and th): writes whose sync commits
+# leave to the syncer where it runs.
 sub change_t
 {
 	my ($node) = @_;
-	$node->safe_psql('postgres',
-		"INSERT INTO t SELECT i, i % 53 FROM generate_series($next_t, $next_t + 2999) i; "
-		  . "DELETE FROM t WHERE id % 5 = 0 AND id >= $next_t; $VACUUM t; "
-		  . "INSERT INTO t SELECT i, i % 53 FROM generate_series($next_t + 3000, $next_t + 3999) i");
+	for my $table ('t', has_twin($node) ? ('th') : ())
+	{
+		$node->safe_psql('postgres',
+			"INSERT INTO $table SELECT i, i % 53 FROM generate_series($next_t, $next_t + 2999) i; "
+			  . "DELETE FROM $table WHERE id % 5 = 0 AND id >= $next_t; $VACUUM $table; "
+			  . "INSERT INTO $table SELECT i, i % 53 FROM generate_series($next_t + 3000, $next_t + 3999) i");
+	}
 	$next_t += 4000;
 	return;
 }
 
-# Index and bitmap scans of every key of t against a seqscan, and pmhash_verify.
+# Index and bitmap scans of every key of t (and th) against a seqscan, and
+# pmhash_verify.
 sub check_t
 {
 	my ($node, $name) = @_;
@@ -339,6 +352,8 @@ sub check_t
 	is($node->safe_psql('postgres', "SELECT pmhash_verify('t_k')"),
 		$node->safe_psql('postgres', 'SELECT count(k) FROM t'),
 		"$name: pmhash_verify counts the keys");
+	compare_with_seqscan($node, 'postgres', 'th_k', 'th', 'k', -1, 54, "$name, hash twin")
+	  if has_twin($node);
 	return;
 }
 
