@@ -18,7 +18,9 @@
 # workload (pg_walinspect), and the index's shards, segments, buckets and
 # size at its end.  Writes test/bench/out/growth.txt.  Environment: ROWS
 # (10,000,000), BATCH (200,000), SINGLE_SECONDS (30), PATHS ("msync pmem"),
-# INDEXES ("pmhash hash btree none"), MODES ("mixed loader single");
+# INDEXES ("pmhash hash btree none"), MODES ("mixed loader single"), REPS
+# (1: repetitions, each in another order of the indexes; the report gives
+# each figure's median, the per-run lines are in growth-rows.txt);
 # SKIP_BUILD=1 measures the installed pmhash; SETTINGS adds lines to
 # postgresql.conf, separated by ";" (e.g. "pmhash.sync_interval = 30s").
 set -u
@@ -31,6 +33,7 @@ SINGLE_SECONDS=${SINGLE_SECONDS:-30}
 PATHS=${PATHS:-msync pmem}
 INDEXES=${INDEXES:-pmhash hash btree none}
 MODES=${MODES:-mixed loader single}
+REPS=${REPS:-1}
 OUT=test/bench/out
 WORK=$(mktemp -d /tmp/pmhash-growth-XXXXXX)
 chmod 755 "$WORK"
@@ -157,11 +160,13 @@ for path in $PATHS; do
 	trap stop_cluster EXIT
 	gsql -c "CREATE EXTENSION pmhash; CREATE EXTENSION pg_walinspect" || die "CREATE EXTENSION failed"
 	set -- $INDEXES
-	for mode in $MODES; do
-		for am in "$@"; do
-			run_one "$path" "$am" "$mode"
+	for rep in $(seq 1 "$REPS"); do
+		for mode in $MODES; do
+			for am in "$@"; do
+				run_one "$path" "$am" "$mode"
+			done
+			set -- "${@:2}" "$1"
 		done
-		set -- "${@:2}" "$1"
 	done
 	gsql -c "DROP TABLE g"
 	stop_cluster
@@ -171,8 +176,25 @@ done
 	echo "growth.sh: PostgreSQL $(pg_config --version | awk '{print $2}'), commit $(git rev-parse --short HEAD), $(nproc) CPUs, $(date -u +%F)"
 	echo "$ROWS rows by $BATCH per statement; single-row client alone for $SINGLE_SECONDS s; latencies in ms${SETTINGS:+; settings: $SETTINGS}"
 	echo
+	echo "$REPS repetitions, indexes in rotated order; each figure the median of the repetitions"
+	echo
 	echo "| path | index | workload | rows | load or run (s) | p50 | p99 | p99.9 | max | over 10 ms | single-row inserts/s | WAL (MB) | largest pmhash record (B) | shards | segments | buckets | index MB |"
 	echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
-	sed 's/ / | /g; s/^/| /; s/$/ |/' "$RESULTS"
+	# the median of each column over the lines of one path, index and workload
+	sort -k1,3 "$RESULTS" | awk '
+		function flush(   i, j, n, m, a, t, line) {
+			if (key == "") return
+			line = key
+			for (i = 4; i <= nf; i++) {
+				n = 0
+				for (j = 1; j <= cnt; j++) if (v[j, i] != "-") a[++n] = v[j, i] + 0
+				if (n == 0) { line = line " -"; continue }
+				for (j = 2; j <= n; j++) { t = a[j]; m = j - 1; while (m > 0 && a[m] > t) { a[m + 1] = a[m]; m-- } a[m + 1] = t }
+				line = line " " ((n % 2) ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2)
+			}
+			print line
+		}
+		{ k = $1 " " $2 " " $3; if (k != key) { flush(); key = k; cnt = 0 } cnt++; nf = NF; for (i = 4; i <= NF; i++) v[cnt, i] = $i }
+		END { flush() }' | sed 's/ / | /g; s/^/| /; s/$/ |/'
 } | tee "$OUT/growth.txt"
 cp "$RESULTS" "$OUT/growth-rows.txt"
