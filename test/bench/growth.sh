@@ -21,6 +21,9 @@
 # INDEXES ("pmhash hash btree none"), MODES ("mixed loader single"), REPS
 # (1: repetitions, each in another order of the indexes; the report gives
 # each figure's median, the per-run lines are in growth-rows.txt);
+# LOADER_RATE holds the loader to that many rows per second, so that every
+# index meets the same write rate (a faster loader writes more WAL per
+# second, which the single-row commits' WAL flushes then wait for);
 # SKIP_BUILD=1 measures the installed pmhash; SETTINGS adds lines to
 # postgresql.conf, separated by ";" (e.g. "pmhash.sync_interval = 30s").
 set -u
@@ -60,14 +63,20 @@ new_table() {
 	gsql -c "CHECKPOINT" || die "CHECKPOINT failed"
 }
 
-# Insert ROWS random keys, BATCH per statement; prints the seconds taken.
+# Insert ROWS random keys, BATCH per statement, at most LOADER_RATE rows
+# per second if set; prints the seconds taken.
 load() {
-	local start end n=0
+	local start end n=0 wait
 	start=$(date +%s.%N)
 	while [ "$n" -lt "$ROWS" ]; do
 		gsql -c "INSERT INTO g SELECT (random() * 9e18)::int8 FROM generate_series(1, $BATCH)" ||
 			die "the loader's insert failed"
 		n=$((n + BATCH))
+		if [ -n "${LOADER_RATE:-}" ]; then
+			wait=$(awk -v s="$start" -v now="$(date +%s.%N)" -v n="$n" -v r="$LOADER_RATE" \
+				'BEGIN { w = s + n / r - now; if (w < 0) w = 0; printf "%.3f", w }')
+			sleep "$wait"
+		fi
 	done
 	end=$(date +%s.%N)
 	awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }'
@@ -146,6 +155,7 @@ run_one() {
 	wal=$(gsql -c "SELECT round(pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '$start_lsn') / 1048576.0)")
 	rec=-
 	[ "$am" = pmhash ] && rec=$(largest_record "$start_lsn")
+	[ -n "$rec" ] || rec=-
 	shape=$(index_shape "$am")
 	rows=$(gsql -c "SELECT count(*) FROM g")
 	echo "$path $am $mode $rows $secs $lat $wal $rec $shape" | tee -a "$RESULTS"
@@ -174,7 +184,7 @@ done
 
 {
 	echo "growth.sh: PostgreSQL $(pg_config --version | awk '{print $2}'), commit $(git rev-parse --short HEAD), $(nproc) CPUs, $(date -u +%F)"
-	echo "$ROWS rows by $BATCH per statement; single-row client alone for $SINGLE_SECONDS s; latencies in ms${SETTINGS:+; settings: $SETTINGS}"
+	echo "$ROWS rows by $BATCH per statement${LOADER_RATE:+, at most $LOADER_RATE rows/s}; single-row client alone for $SINGLE_SECONDS s; latencies in ms${SETTINGS:+; settings: $SETTINGS}"
 	echo
 	echo "$REPS repetitions, indexes in rotated order; each figure the median of the repetitions"
 	echo
@@ -190,7 +200,7 @@ done
 				for (j = 1; j <= cnt; j++) if (v[j, i] != "-") a[++n] = v[j, i] + 0
 				if (n == 0) { line = line " -"; continue }
 				for (j = 2; j <= n; j++) { t = a[j]; m = j - 1; while (m > 0 && a[m] > t) { a[m + 1] = a[m]; m-- } a[m + 1] = t }
-				line = line " " ((n % 2) ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2)
+				line = line " " sprintf("%.10g", (n % 2) ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2)
 			}
 			print line
 		}
