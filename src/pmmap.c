@@ -297,7 +297,7 @@ msync_range(char *base, uint64 offset, uint64 len, const char *path)
  * The syncer); else msync the range now.
  */
 static void
-persist_now(void *arg, const void *addr, size_t len)
+persist_structural(void *arg, const void *addr, size_t len)
 {
 	PmhashLocal   *ix = arg;
 	XLogRecPtr	floor;
@@ -460,7 +460,7 @@ pmhash_normal_persist(PmhashLocal *ix)
 {
 	if (!ix->durable)
 		return (PmhPersist) {NULL, NULL, NULL, NULL, ix};
-	return (PmhPersist) {record_dirty, NULL, persist_now, ix->is_pmem ? persist_now : NULL, ix};
+	return (PmhPersist) {record_dirty, NULL, persist_structural, ix->is_pmem ? persist_structural : NULL, ix};
 }
 
 /* Make the first len bytes of a file mapped at base durable (DAX or ordinary file). */
