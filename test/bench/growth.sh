@@ -44,10 +44,16 @@ mkdir -p "$OUT"
 RESULTS=$WORK/results
 : >"$RESULTS"
 
+# Stop the cluster and remove the work directory (the clusters keep all of
+# their WAL for pg_walinspect: gigabytes per run).
+cleanup() {
+	stop_cluster
+	as_root rm -rf "$WORK"
+}
+
 # Stop with a message.
 die() {
 	echo "growth.sh: $*" >&2
-	stop_cluster
 	exit 1
 }
 
@@ -161,13 +167,13 @@ run_one() {
 	echo "$path $am $mode $rows $secs $lat $wal $rec $shape" | tee -a "$RESULTS"
 }
 
+trap cleanup EXIT
 install_packages
 [ -n "${SKIP_BUILD:-}" ] || build_install "" || die "building pmhash failed"
 for path in $PATHS; do
 	IFS=';' read -r -a extra <<<"${SETTINGS:-}"
 	start_cluster "$WORK/cluster" "$path" "max_wal_size = 4GB" "wal_keep_size = 16GB" "${extra[@]}" ||
 		die "the $path cluster did not start"
-	trap stop_cluster EXIT
 	gsql -c "CREATE EXTENSION pmhash; CREATE EXTENSION pg_walinspect" || die "CREATE EXTENSION failed"
 	set -- $INDEXES
 	for rep in $(seq 1 "$REPS"); do
@@ -180,6 +186,7 @@ for path in $PATHS; do
 	done
 	gsql -c "DROP TABLE g"
 	stop_cluster
+	as_root rm -rf "$WORK/cluster"
 done
 
 {
