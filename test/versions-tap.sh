@@ -16,9 +16,9 @@
 # binaries as PostgreSQL's own cross-version tests do).  17 runs inside the
 # Debian 13 root, as a Debian 13 user would, with a copy of the host's
 # PostgreSQL 15 beside it for 005_upgrade's pg_upgrade from 15
-# (PMHASH_UPGRADE_FROM); on the host, 005_upgrade also runs from 15 to 18
-# unless that version's pg_upgrade cannot read a 15 catalog (see
-# upgrade_from_15).  Prints "ok N - PostgreSQL M: tap FILE" per file and
+# (PMHASH_UPGRADE_FROM); on the host, 005_upgrade also runs from 15 to 18,
+# from an older minor release of 15 if 18's pg_upgrade cannot read this
+# host's (see upgradable_15).  Prints "ok N - PostgreSQL M: tap FILE" per file and
 # ends with "N passed, N failed"; run as root.
 set -u
 cd "$(dirname "$0")/.."
@@ -50,14 +50,39 @@ test_files() {
 	done
 }
 
-# Whether pg_upgrade of major version $1 can upgrade this host's PostgreSQL
-# 15: its minor release 15.20 records pg_attver in every column's options,
+# Whether the PostgreSQL in bin directory $2 can pg_upgrade the PostgreSQL
+# 15 in directory $1: 15.20 records pg_attver in every column's options,
 # which an 18 older than the releases of the same day refuses ("unrecognized
 # parameter"); the new server's binary must know the option.
-upgrade_from_15() {
-	[ -x "$PG15/bin/pg_upgrade" ] || return 1
-	grep -q pg_attver "$PG15/bin/postgres" || return 0
-	grep -q pg_attver "$1/postgres"
+upgrades_from() {
+	[ -x "$1/bin/pg_upgrade" ] || return 1
+	grep -q pg_attver "$1/bin/postgres" || return 0
+	grep -q pg_attver "$2/postgres"
+}
+
+# Print the directory of a PostgreSQL 15 with pmhash installed that the
+# PostgreSQL in bin directory $1 can pg_upgrade: this host's, or else the
+# newest minor release of 15 in the package registry that it can read,
+# unpacked under $WORK/pg15-VERSION (PostgreSQL finds its files relative to
+# its binaries) with this host's pmhash copied into it (minor releases keep
+# the server's ABI).  Fails if there is none.
+upgradable_15() {
+	local bindir=$1 version dir deb
+	upgrades_from "$PG15" "$bindir" && { echo "$PG15"; return 0; }
+	[ -e "$PG15/lib/pmhash.so" ] || return 1
+	for version in $(apt-cache madison postgresql-15 | awk '{print $3}'); do
+		dir=$WORK/pg15-$version
+		mkdir -p "$dir"
+		(cd "$dir" && as_root apt-get download -q "postgresql-15=$version" \
+			"postgresql-client-15=$version") >/dev/null 2>&1 || continue
+		for deb in "$dir"/*.deb; do dpkg-deb -x "$deb" "$dir"; done
+		upgrades_from "$dir$PG15" "$bindir" || continue
+		cp "$PG15/lib/pmhash.so" "$dir$PG15/lib/"
+		cp /usr/share/postgresql/15/extension/pmhash* "$dir/usr/share/postgresql/15/extension/"
+		echo "$dir$PG15"
+		return 0
+	done
+	return 1
 }
 
 # Install IPC::Run and PostgreSQL's test modules inside the Debian 13 root
@@ -95,11 +120,11 @@ copy_15_into_root() {
 tap_on_host() {
 	local major=$1 bindir=$2 regress t name dir from
 	regress=$(find "$(dirname "$bindir")" -path '*pgxs/src/test/regress/pg_regress' | head -1)
-	from=""
-	if upgrade_from_15 "$bindir"; then
-		from=$PG15
-	else
-		echo "# PostgreSQL $major: 005_upgrade from 15 skipped: this $major's pg_upgrade cannot read $("$PG15/bin/postgres" --version | awk '{print $3}')'s catalogs (pg_attver)"
+	if ! from=$(upgradable_15 "$bindir"); then
+		from=""
+		echo "# PostgreSQL $major: 005_upgrade from 15 skipped: no PostgreSQL 15 here or in the package registry whose catalogs this $major's pg_upgrade can read"
+	elif [ "$from" != "$PG15" ]; then
+		echo "# PostgreSQL $major: 005_upgrade from $("$from/bin/postgres" --version | awk '{print $3}') (this host's $("$PG15/bin/postgres" --version | awk '{print $3}') has catalogs this $major cannot read)"
 	fi
 	for t in $(test_files); do
 		name=$(basename "$t" .pl)
@@ -111,6 +136,7 @@ tap_on_host() {
 		tap_result $? "PostgreSQL $major: tap $name.pl"
 		[ "$(tail -1 "$dir.log")" = "Result: PASS" ] || tail -30 "$dir.log" | sed 's/^/# /'
 		if [ "$name" = 005_upgrade ] && [ -n "$from" ]; then
+			as_pg mkdir -p "$dir-15/tmp_check"
 			(cd "$WORK/src" && as_pg env PATH="$bindir:$PATH" PMEM_IS_PMEM_FORCE=1 \
 				PMHASH_UPGRADE_FROM="$from" TESTLOGDIR="$dir-15/tmp_check/log" \
 				TESTDATADIR="$dir-15/tmp_check" PG_REGRESS="$regress" \
