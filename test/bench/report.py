@@ -574,7 +574,7 @@ def main():
                                                                  core_checks.count("FAIL"))
 
     md = ["# pmhash benchmark: pmhash vs hash vs btree", ""]
-    for k in ("started", "runtime_s", "commit", "machine", "is_pmem", "parameters", "settings"):
+    for k in ("started", "runtime_s", "commit", "postgresql", "machine", "is_pmem", "parameters", "settings"):
         if k in meta:
             md.append("- %s: `%s`" % (k, meta[k]))
     md.append("- load averages (1, 5, 15 min) when each part started: " +

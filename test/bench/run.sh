@@ -72,6 +72,9 @@
 #   EXTRA_SETTINGS   postgresql.conf lines for the cluster, separated by ';'
 #                    (none), e.g. "pmhash.sync_interval = 10s"
 #   SKIP_CORE        set to skip test/bench/core/run.sh
+#   PG_MAJOR         the PostgreSQL major version (15): Debian's packages of
+#                    it if installed (15 on Debian 12, 17 on Debian 13), else
+#                    a wheel of test/lib/pgversions.sh (16, 18)
 set -u
 source "$(dirname "$0")/../lib/common.sh"
 cd "$REPO"
@@ -110,6 +113,7 @@ PGBENCH_REPS=${PGBENCH_REPS:-3}
 PGBENCH_MODES=${PGBENCH_MODES:-"select prepared tpcb"}
 PGBENCH_OPTS=${PGBENCH_OPTS:-}
 BENCH_PATH=${BENCH_PATH:-pmem}
+PG_MAJOR=${PG_MAJOR:-15}
 EXTRA_SETTINGS=${EXTRA_SETTINGS:-}
 case $BENCH_PATH in
 	pmem | msync) ;;
@@ -413,9 +417,38 @@ run_pgbench() {
 build_bench_extension() {
 	echo "== building test/bench/am (pmhash_bench)"
 	make -C "$BENCH/am" -s clean
-	make -C "$BENCH/am" -s PG_CFLAGS="-Wall -Wextra -Werror -Wno-unused-parameter" ||
+	make -C "$BENCH/am" -s "${PG_MAKE_ARGS[@]}" PG_CFLAGS="-Wall -Wextra -Werror -Wno-unused-parameter" ||
 		die "building test/bench/am failed"
-	as_root make -C "$BENCH/am" -s install >/dev/null || die "installing test/bench/am failed"
+	as_root make -C "$BENCH/am" -s "${PG_MAKE_ARGS[@]}" install >/dev/null || die "installing test/bench/am failed"
+	make -C "$BENCH/am" -s clean
+}
+
+# Use PostgreSQL major version $PG_MAJOR: set PG_BIN and PATH to its
+# binaries and PG_MAKE_ARGS to the make arguments that build against it
+# (its pg_config; for a wheel, its CFLAGS less the options gcc 12 lacks);
+# build and install pmhash there.
+use_version() {
+	local pg_config
+	PG_MAKE_ARGS=()
+	if [ -x "/usr/lib/postgresql/$PG_MAJOR/bin/pg_config" ]; then
+		PG_BIN=/usr/lib/postgresql/$PG_MAJOR/bin
+		pg_config=$PG_BIN/pg_config
+	else
+		source "$REPO/test/lib/pgversions.sh"
+		pgv_pg_config "$PG_MAJOR" >/dev/null || die "no PostgreSQL $PG_MAJOR"
+		pg_config=$PG_CONFIG
+		PG_BIN=$PG_BINDIR
+		PG_MAKE_ARGS=(CFLAGS="$(pgv_cflags "$pg_config")")
+	fi
+	PG_MAKE_ARGS+=(PG_CONFIG="$pg_config")
+	export PATH="$PG_BIN:$PATH"
+	meta postgresql "$("$pg_config" --version)"
+	echo "== building pmhash for $("$pg_config" --version)"
+	make -C "$REPO" -s clean
+	make -C "$REPO" -s "${PG_MAKE_ARGS[@]}" PG_CFLAGS="-Wall -Wextra -Werror" ||
+		die "building pmhash failed"
+	as_root make -C "$REPO" -s "${PG_MAKE_ARGS[@]}" install >/dev/null || die "installing pmhash failed"
+	make -C "$REPO" -s clean
 }
 
 # Start the benchmark cluster and create the benchmark database.
@@ -466,9 +499,14 @@ main() {
 	meta commit "$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)$(git -C "$REPO" diff --quiet HEAD -- src 2>/dev/null || echo ' (src modified)')"
 	meta machine "$(nproc) cores, $(free -g | awk '/^Mem:/ { print $2 }') GB RAM, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)"
 	meta parameters "DATASETS='$DATASETS' REPS=$REPS PROBES=$PROBES ANY_KEYS='$ANY_KEYS' INSERT_ROWS=$INSERT_ROWS GROW_DATASETS='$GROW_DATASETS' AM_LOOPS=$AM_LOOPS PGBENCH_SCALES='$PGBENCH_SCALES' PGBENCH_CLIENTS='$PGBENCH_CLIENTS' PGBENCH_SHARED_BUFFERS='$PGBENCH_SHARED_BUFFERS' PGBENCH_SECONDS=$PGBENCH_SECONDS PGBENCH_REPS=$PGBENCH_REPS PGBENCH_MODES='$PGBENCH_MODES' PGBENCH_OPTS='$PGBENCH_OPTS' BENCH_PATH=$BENCH_PATH EXTRA_SETTINGS='$EXTRA_SETTINGS'"
-	PACKAGES="$PACKAGES python3-matplotlib"
+	if [ "$PG_MAJOR" = 15 ]; then
+		PACKAGES="$PACKAGES python3-matplotlib"
+	else
+		# what building pmhash and the report need, not Debian 12's PostgreSQL 15
+		PACKAGES="libpmem-dev make gcc python3 python3-matplotlib"
+	fi
 	install_packages
-	build_install "" || die "building pmhash failed"
+	use_version
 	build_bench_extension
 	trap cleanup EXIT
 	record_load start

@@ -125,18 +125,27 @@ exec_time_ExecutorStart(QueryDesc *queryDesc, int eflags)
 	}
 }
 
+/* ExecutorRun's last parameter and argument: 18 dropped execute_once */
+#if PG_VERSION_NUM >= 180000
+#define EXECUTE_ONCE_PARAM
+#define EXECUTE_ONCE_ARG
+#else
+#define EXECUTE_ONCE_PARAM , bool execute_once
+#define EXECUTE_ONCE_ARG , execute_once
+#endif
+
 /* ExecutorRun hook: track the nesting level, as pg_stat_statements does. */
 static void
-exec_time_ExecutorRun(QueryDesc *queryDesc, ScanDirection direction, uint64 count,
-					  bool execute_once)
+exec_time_ExecutorRun(QueryDesc *queryDesc, ScanDirection direction, uint64 count
+					  EXECUTE_ONCE_PARAM)
 {
 	nesting_level++;
 	PG_TRY();
 	{
 		if (prev_ExecutorRun)
-			prev_ExecutorRun(queryDesc, direction, count, execute_once);
+			prev_ExecutorRun(queryDesc, direction, count EXECUTE_ONCE_ARG);
 		else
-			standard_ExecutorRun(queryDesc, direction, count, execute_once);
+			standard_ExecutorRun(queryDesc, direction, count EXECUTE_ONCE_ARG);
 	}
 	PG_FINALLY();
 	{

@@ -168,7 +168,12 @@ pmhash_bench_probe(PG_FUNCTION_ARGS)
 						   index->rd_indcollation[0], get_opcode(eqop), (Datum) 0);
 
 	snapshot = RegisterSnapshot(GetTransactionSnapshot());
+#if PG_VERSION_NUM >= 180000
+	/* 18 takes the scan's instrumentation (EXPLAIN's Index Searches): none */
+	scan = index_beginscan(heap, index, snapshot, NULL, 1, 0);
+#else
 	scan = index_beginscan(heap, index, snapshot, 1, 0);
+#endif
 
 	INSTR_TIME_SET_CURRENT(start);
 	for (int32 l = 0; l < loops; l++)
