@@ -9,15 +9,15 @@
 # PGXN's meta-spec, one version, the update chain, make dist's archive
 # builds: test/suites/packaging.sh), a full file system under pmhash.directory
 # (test/fullfs.sh) and a minute's soak with crashes (test/soak.sh) on both
-# paths, pmhash built (-Wall -Wextra -Werror) and its pg_regress suite and
-# isolation specs run on PostgreSQL 16, 17 and 18 (test/versions-regress.sh,
+# paths, pmhash built (-Wall -Wextra -Werror) and its pg_regress suite,
+# isolation specs and pgTAP files run on PostgreSQL 16, 17 and 18 (test/versions-regress.sh,
 # which installs them), its TAP tests on 18 and some of them on 16 and 17
 # (test/versions-tap.sh), then the SQL-level suites on PostgreSQL 15 on two
 # throwaway clusters: one with its
 # index files on /dev/shm and PMEM_IS_PMEM_FORCE=1 (the pmem path: flush and
 # fence), one with them in the data directory on the ordinary disk (the
 # msync path).  Exits non-zero if anything failed.  PG_MAJOR=16, 17 or 18
-# runs only that version's pg_regress suite, isolation specs and TAP files.
+# runs only that version's pg_regress suite, isolation specs, pgTAP and TAP files.
 set -u
 cd "$(dirname "$0")/.."
 source test/lib/common.sh

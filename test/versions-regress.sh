@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # test/versions-regress.sh: pmhash's pg_regress suite and isolation specs
-# (make installcheck) against each PostgreSQL major version given as an
-# argument (16, 17, 18; 15 too, but test/run-tests.sh covers it).  For
-# each: installs the version if missing (test/lib/pgversions.sh), builds
-# pmhash with -Wall -Wextra -Werror in a copy of the tree, installs it into
-# that version's tree, starts a throwaway cluster with pmhash preloaded
-# (files on the ordinary disk; on 16 without prepared transactions, as
-# PostgreSQL's defaults have it), runs make installcheck and stops the
-# cluster.  17 does all of it inside the Debian 13 root, in one run of
-# pgv_in_root, so that the mounts live as long as the server.  Ends with
-# "N passed, N failed" (one result per version); run as root.
+# (make installcheck) and its pgTAP tests (test/suites/pgtap.sh) against
+# each PostgreSQL major version given as an argument (16, 17, 18; 15 too,
+# but test/run-tests.sh covers it).  For each: installs the version if
+# missing (test/lib/pgversions.sh) and pgTAP into it (Debian 13's
+# postgresql-17-pgtap, whose SQL files serve the wheels' 16 and 18 too),
+# builds pmhash with -Wall -Wextra -Werror in a copy of the tree, installs
+# it into that version's tree, starts a throwaway cluster with pmhash
+# preloaded (files on the ordinary disk; on 16 without prepared
+# transactions, as PostgreSQL's defaults have it), runs make installcheck
+# and the pgTAP files and stops the cluster.  17 does all of it inside the
+# Debian 13 root, in one run of pgv_in_root, so that the mounts live as
+# long as the server.  Ends with "N passed, N failed" (two results per
+# version); run as root.
 set -u
 cd "$(dirname "$0")/.."
 source test/lib/common.sh
@@ -42,26 +45,47 @@ EOC
 runuser -u postgres -- $bin/pg_ctl -D "$base/data" -l "$base/server.log" -w start >/dev/null || exit 1
 PGHOST=$base PGPORT=5433 PGUSER=postgres make -C "$build" installcheck \
 	PG_CONFIG=$bin/pg_config >"$base/installcheck.log" 2>&1
-rc=$?
+echo $? >"$base/installcheck.rc"
+PGHOST=$base PGPORT=5433 PGUSER=postgres PSQL_BIN=$bin/psql \
+	bash "$build/test/suites/pgtap.sh" "$base/pgtap" >"$base/pgtap.log" 2>&1
+echo $? >"$base/pgtap.rc"
 runuser -u postgres -- $bin/pg_ctl -D "$base/data" -m fast -w stop >/dev/null
-exit $rc
 EOF
 }
 
-# Build, install and run make installcheck against major version $1; its
-# output in $WORK/installcheck-$1.log.
+# Install pgTAP into major version $1: Debian 13's package inside the root
+# for 17; its SQL files (pgTAP has no C code) copied into a wheel's tree.
+install_pgtap() {
+	local major=$1
+	pgv_install 17 || return 1
+	if [ ! -e "$PGV_ROOT/usr/share/postgresql/17/extension/pgtap.control" ] ||
+		[ ! -x "$PGV_ROOT/usr/bin/pg_prove" ]; then
+		pgv_in_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+			postgresql-17-pgtap libtap-parser-sourcehandler-pgtap-perl >/dev/null || return 1
+	fi
+	[ "$major" = 17 ] && return 0
+	pgv_pg_config "$major" >/dev/null || return 1
+	cp "$PGV_ROOT"/usr/share/postgresql/17/extension/pgtap* "$("$PG_CONFIG" --sharedir)/extension/"
+}
+
+# Build, install and run make installcheck and the pgTAP files against
+# major version $1; their outputs in $WORK/installcheck-$1.log and
+# $WORK/pgtap-$1.log, their exit statuses in $WORK/installcheck-$1.rc and
+# $WORK/pgtap-$1.rc (missing if it did not get that far).
 regress_version() {
-	local major=$1 dir log=$WORK/installcheck-$1.log rc
+	local major=$1 dir log=$WORK/installcheck-$1.log
+	install_pgtap "$major" >"$WORK/pgtap-$major.log" 2>&1 || return 1
 	if [ "$major" = 17 ]; then
 		dir=$PGV_ROOT/tmp/pmhash-regress
 		pgv_copy_tree "$PWD" "$dir" || return 1
 		pgv_make 17 "$dir" >"$log" 2>&1 || return 1
 		write_in_root_script >"$dir/in-root.sh"
 		pgv_in_root bash /tmp/pmhash-regress/in-root.sh /tmp/pmhash-regress /tmp/pmhash-regress/cluster
-		rc=$?
-		cp "$dir/cluster/installcheck.log" "$log" 2>/dev/null
+		for f in installcheck.log pgtap.log installcheck.rc pgtap.rc; do
+			cp "$dir/cluster/$f" "$WORK/${f%.*}-$major.${f##*.}" 2>/dev/null
+		done
 		pgv_remove "$dir"
-		return $rc
+		return 0
 	fi
 	dir=$WORK/build-$major
 	pgv_copy_tree "$PWD" "$dir" || return 1
@@ -76,20 +100,32 @@ regress_version() {
 		start_cluster "$WORK/cluster-$major" msync
 	fi
 	pgv_make "$major" "$dir" installcheck >"$log" 2>&1
-	rc=$?
+	echo $? >"$WORK/installcheck-$major.rc"
+	PSQL_BIN=$PG_BIN/psql bash test/suites/pgtap.sh "$WORK/pgtap-$major" >"$WORK/pgtap-$major.log" 2>&1
+	echo $? >"$WORK/pgtap-$major.rc"
 	stop_cluster
-	return $rc
+}
+
+# Record the result of $2 (installcheck or pgtap) on major version $1 from
+# its exit status file: passed if it holds 0.
+report() {
+	local major=$1 what=$2 label=pgTAP
+	[ "$what" = installcheck ] && label="make installcheck"
+	if [ "$(cat "$WORK/$what-$major.rc" 2>/dev/null)" = 0 ]; then
+		echo "ok $((PASSED + FAILED + 1)) - PostgreSQL $major: $label"
+		PASSED=$((PASSED + 1))
+	else
+		echo "not ok $((PASSED + FAILED + 1)) - PostgreSQL $major: $label"
+		FAILED=$((FAILED + 1))
+	fi
 }
 
 for major in "$@"; do
-	if regress_version "$major"; then
-		echo "ok $((PASSED + FAILED + 1)) - PostgreSQL $major: make installcheck"
-		PASSED=$((PASSED + 1))
-	else
-		echo "not ok $((PASSED + FAILED + 1)) - PostgreSQL $major: make installcheck"
-		FAILED=$((FAILED + 1))
-	fi
+	regress_version "$major"
+	report "$major" installcheck
 	grep -E '^(not ok|# .*(passed|failed))' "$WORK/installcheck-$major.log"
+	report "$major" pgtap
+	grep -E '^not ok' "$WORK/pgtap-$major.log"
 done
 if [ "$FAILED" = 0 ]; then
 	as_root rm -rf "$WORK"

@@ -74,11 +74,20 @@ SELECT bag_eq(
 	$$SELECT f.opfname::text, p.amproclefttype::regtype::text, p.amprocnum, p.amproc::regprocedure::text
 	  FROM pg_amproc p JOIN pg_opfamily f ON f.oid = p.amprocfamily JOIN pg_am a ON a.oid = f.opfmethod
 	  WHERE a.amname = 'pmhash'$$,
-	$$SELECT f.opfname::text, p.amproclefttype::regtype::text, p.amprocnum, p.amproc::regprocedure::text
+	$$SELECT f.opfname::text, p.amproclefttype::regtype::text, p.amprocnum,
+		coalesce(r.earlier, p.amproc::regprocedure::text)
 	  FROM pg_amproc p JOIN pg_opfamily f ON f.oid = p.amprocfamily JOIN pg_am a ON a.oid = f.opfmethod
+	  -- 18 gave seven of core's families hash functions of their own types,
+	  -- which hash as the functions that pmhash's families (and 15 to 17) use
+	  LEFT JOIN (VALUES ('hashbool(boolean)', 'hashchar("char")'),
+		('hashbytea(bytea)', 'hashvarlena(internal)'), ('hashcid(cid)', 'hashint4(integer)'),
+		('hashdate(date)', 'hashint4(integer)'),
+		('timestamptz_hash(timestamp with time zone)', 'timestamp_hash(timestamp without time zone)'),
+		('hashxid(xid)', 'hashint4(integer)'), ('hashxid8(xid8)', 'hashint8(bigint)'))
+		r(core18, earlier) ON r.core18 = p.amproc::regprocedure::text
 	  WHERE a.amname = 'hash' AND p.amprocnum = 1
 		AND EXISTS (SELECT FROM pg_opclass c WHERE c.opcfamily = f.oid AND c.opcdefault)$$,
-	'pmhash support function 1 is core''s standard hash function in every family');
+	'pmhash support function 1 is core''s standard hash function in every family (before 18''s seven new ones)');
 SELECT is_empty(
 	$$SELECT c.opcname FROM pg_opclass c JOIN pg_am a ON a.oid = c.opcmethod
 	  WHERE a.amname = 'pmhash' AND NOT amvalidate(c.oid)$$,

@@ -13,7 +13,8 @@ REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 source "$REPO/test/lib/common.sh"
 WORKDIR=${1:-$(mktemp -d /tmp/pmhash-pgtap-XXXXXX)}
 DB=pmhash_pgtap
-PSQL_BIN=/usr/lib/postgresql/15/bin/psql
+# the psql of the server's version (PSQL_BIN), else 15's, else PATH's
+PSQL_BIN=${PSQL_BIN:-/usr/lib/postgresql/15/bin/psql}
 [ -x "$PSQL_BIN" ] || PSQL_BIN=psql
 OUT=$WORKDIR/pgtap-prove.out
 
