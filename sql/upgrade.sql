@@ -4,7 +4,8 @@
 -- before the update (this library on version 0.1's catalog) and after it,
 -- probes by index and bitmap scans agree with a seqscan, prepared
 -- statements keep working, upserts use the pmhash arbiter and duplicates
--- are refused.  0.2 renumbers equality from 1 to 3 (btree's number).
+-- are refused.  0.2 renumbers equality from 1 to 3 (btree's number); 0.3
+-- adds pmhash_shards.
 --
 \set regress_db :DBNAME
 CREATE DATABASE pmhash_upgrade;
@@ -87,6 +88,9 @@ SELECT k, s, v FROM up_t WHERE k IN (12, 20001, 20002) ORDER BY k;
 
 ALTER EXTENSION pmhash UPDATE;
 SELECT extversion FROM pg_extension WHERE extname = 'pmhash';
+-- 0.3 adds pmhash_shards: a row per shard
+SELECT count(*) = (SELECT shards FROM pmhash_stats('up_k')) AS a_row_per_shard
+FROM pmhash_shards('up_k');
 -- the extension's families now say 3; the user's keeps 1
 SELECT * FROM up_numbers;
 SELECT c.opcname, amvalidate(c.oid)

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * pmfuncs.c
- *	  SQL-callable functions: pmhash_stats and pmhash_verify.
+ *	  SQL-callable functions: pmhash_stats, pmhash_shards and pmhash_verify.
  *
  * Copyright (c) 2026, pmhash developers
  *
@@ -63,6 +63,20 @@ open_inspected(Oid relid, LOCKMODE lockmode)
 	return index;
 }
 
+/* Add the statistics of one shard of an open index to *st, under its lock. */
+static void
+add_shard_stats(PmhashLocal *ix, uint32 shard, PmhStats *st)
+{
+	LWLock	   *lock = pmhash_shard_lock(ix->share, shard);
+	PmhSegment	seg;
+
+	LWLockAcquire(lock, LW_SHARED);
+	pmhash_shard_segment(ix, shard, &seg);
+	if (seg.unit != 0)
+		pmh_segment_stats(&seg, st);
+	LWLockRelease(lock);
+}
+
 PG_FUNCTION_INFO_V1(pmhash_stats);
 
 /* pmhash_stats(regclass): one row describing the index file. */
@@ -87,16 +101,7 @@ pmhash_stats(PG_FUNCTION_ARGS)
 	ix = pmhash_open(index, NULL);
 	nshards = UINT32_C(1) << ix->table.shard_bits;
 	for (uint32 s = 0; s < nshards; s++)
-	{
-		LWLock	   *lock = pmhash_shard_lock(ix->share, s);
-		PmhSegment	seg;
-
-		LWLockAcquire(lock, LW_SHARED);
-		pmhash_shard_segment(ix, s, &seg);
-		if (seg.unit != 0)
-			pmh_segment_stats(&seg, &st);
-		LWLockRelease(lock);
-	}
+		add_shard_stats(ix, s, &st);
 	LWLockAcquire(pmhash_alloc_lock(ix->share), LW_SHARED);
 	free_units = pmh_freemap_total(&ix->share->freemap);
 	LWLockRelease(pmhash_alloc_lock(ix->share));
@@ -119,6 +124,42 @@ pmhash_stats(PG_FUNCTION_ARGS)
 	pmhash_leave();
 	relation_close(index, AccessShareLock);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}
+
+PG_FUNCTION_INFO_V1(pmhash_shards);
+
+/* pmhash_shards(regclass): one row per shard, its entries and its segment. */
+Datum
+pmhash_shards(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Relation	index = open_inspected(PG_GETARG_OID(0), AccessShareLock);
+	PmhashLocal   *ix;
+	uint32		nshards;
+
+	InitMaterializedSRF(fcinfo, 0);
+	ix = pmhash_open(index, NULL);
+	nshards = UINT32_C(1) << ix->table.shard_bits;
+	for (uint32 s = 0; s < nshards; s++)
+	{
+		PmhStats	st;
+		Datum		values[5];
+		bool		nulls[5] = {0};
+
+		memset(&st, 0, sizeof(st));
+		add_shard_stats(ix, s, &st);
+		values[0] = Int32GetDatum((int32) s);
+		values[1] = Int64GetDatum((int64) st.entries);
+		values[2] = Int64GetDatum((int64) st.buckets);
+		values[3] = Int64GetDatum((int64) st.posting_blocks);
+		/* a segment: its header unit, its buckets and its posting blocks */
+		values[4] = Int64GetDatum(st.segments == 0 ? 0 :
+								  (int64) ((1 + st.buckets + st.posting_blocks) * PMH_UNIT_SIZE));
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	pmhash_leave();
+	relation_close(index, AccessShareLock);
+	return (Datum) 0;
 }
 
 typedef struct CompareState

@@ -2,16 +2,16 @@
 -- functions and their signatures, the access method, the operator classes
 -- and families (compared with core's hash ones), and its GUCs.
 BEGIN;
-SELECT plan(25);
+SELECT plan(28);
 
 SELECT has_extension('pmhash', 'extension pmhash is installed');
-SELECT is((SELECT extversion FROM pg_extension WHERE extname = 'pmhash'), '0.2',
-	'extension version is 0.2, the control file''s default');
+SELECT is((SELECT extversion FROM pg_extension WHERE extname = 'pmhash'), '0.3',
+	'extension version is 0.3, the control file''s default');
 SELECT is((SELECT count(*) FROM pg_depend
 		   WHERE refclassid = 'pg_extension'::regclass AND deptype = 'e'
 			 AND refobjid = (SELECT oid FROM pg_extension WHERE extname = 'pmhash')),
-		  72::bigint,
-		  'extension owns 72 objects: access method, 3 functions, 32 families, 36 classes');
+		  73::bigint,
+		  'extension owns 73 objects: access method, 4 functions, 32 families, 36 classes');
 
 -- functions
 SELECT has_function('public', 'pmhash_handler', ARRAY['internal'],
@@ -23,6 +23,11 @@ SELECT has_function('public', 'pmhash_stats', ARRAY['regclass'],
 SELECT function_returns('public', 'pmhash_stats', ARRAY['regclass'], 'record',
 	'pmhash_stats returns a record (one row, not a set)');
 SELECT is_strict('public', 'pmhash_stats', ARRAY['regclass'], 'pmhash_stats is strict');
+SELECT has_function('public', 'pmhash_shards', ARRAY['regclass'],
+	'pmhash_shards(regclass) exists');
+SELECT function_returns('public', 'pmhash_shards', ARRAY['regclass'], 'setof record',
+	'pmhash_shards returns a set of records, one per shard');
+SELECT is_strict('public', 'pmhash_shards', ARRAY['regclass'], 'pmhash_shards is strict');
 SELECT has_function('public', 'pmhash_verify', ARRAY['regclass'],
 	'pmhash_verify(regclass) exists');
 SELECT function_returns('public', 'pmhash_verify', ARRAY['regclass'], 'bigint',

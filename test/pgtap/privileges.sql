@@ -1,8 +1,9 @@
--- test/pgtap/privileges.sql: who may call pmhash_stats and pmhash_verify
--- (the index's owner, members of the owning role and superusers; anyone else
--- gets 42501), and that relations other than pmhash indexes give 42809.
+-- test/pgtap/privileges.sql: who may call pmhash_stats, pmhash_shards and
+-- pmhash_verify (the index's owner, members of the owning role and
+-- superusers; anyone else gets 42501), and that relations other than pmhash
+-- indexes give 42809.
 BEGIN;
-SELECT plan(14);
+SELECT plan(17);
 
 CREATE ROLE pmhash_tap_owner;
 CREATE ROLE pmhash_tap_other;
@@ -37,6 +38,8 @@ SELECT throws_ok($$SELECT pg_temp.as_role('pmhash_tap_other', 'SELECT pmhash_sta
 	'42501', 'permission denied for index pr_k', 'a non-owner cannot call pmhash_stats');
 SELECT throws_ok($$SELECT pg_temp.as_role('pmhash_tap_other', 'SELECT pmhash_verify(''pr_k'')')$$,
 	'42501', 'permission denied for index pr_k', 'a non-owner cannot call pmhash_verify');
+SELECT throws_ok($$SELECT pg_temp.as_role('pmhash_tap_other', 'SELECT count(*) FROM pmhash_shards(''pr_k'')')$$,
+	'42501', 'permission denied for index pr_k', 'a non-owner cannot call pmhash_shards');
 SELECT is(current_user::text, session_user::text, 'the role is restored after a refused call');
 SET LOCAL enable_seqscan = off;
 SELECT is(pg_temp.as_role('pmhash_tap_other',
@@ -51,6 +54,8 @@ SELECT is(pg_temp.as_role('pmhash_tap_owner', 'SELECT pmhash_verify(''pr_k'')'):
 	(SELECT count(k) FROM pr), 'the owner can call pmhash_verify, which counts the non-null keys');
 SELECT is(pg_temp.as_role('pmhash_tap_member', 'SELECT entries FROM pmhash_stats(''pr_k'')')::bigint,
 	(SELECT count(k) FROM pr), 'a member of the owning role can call pmhash_stats');
+SELECT is(pg_temp.as_role('pmhash_tap_owner', 'SELECT sum(entries) FROM pmhash_shards(''pr_k'')')::bigint,
+	(SELECT count(k) FROM pr), 'the owner can call pmhash_shards, whose shards hold the non-null keys');
 
 -- a superuser who does not own it
 SELECT ok((SELECT rolsuper FROM pg_roles WHERE rolname = current_user), 'running as a superuser');
@@ -75,6 +80,10 @@ SELECT results_eq(
 	$$SELECT rel, pg_temp.outcome(format('SELECT pmhash_stats(%L)', rel)) FROM pr_rels ORDER BY rel$$,
 	$$SELECT rel, format('42809 "%s" is not a pmhash index', rel) FROM pr_rels ORDER BY rel$$,
 	'pmhash_stats on a table, btree, hash, sequence, view, matview, type, partitioned table or index: 42809');
+SELECT results_eq(
+	$$SELECT rel, pg_temp.outcome(format('SELECT count(*) FROM pmhash_shards(%L)', rel)) FROM pr_rels ORDER BY rel$$,
+	$$SELECT rel, format('42809 "%s" is not a pmhash index', rel) FROM pr_rels ORDER BY rel$$,
+	'pmhash_shards on a table, btree, hash, sequence, view, matview, type, partitioned table or index: 42809');
 SELECT results_eq(
 	$$SELECT rel, pg_temp.outcome(format('SELECT pmhash_verify(%L)', rel)) FROM pr_rels ORDER BY rel$$,
 	$$SELECT rel, format('42809 "%s" is not a pmhash index', rel) FROM pr_rels ORDER BY rel$$,

@@ -1,9 +1,10 @@
--- test/pgtap/stats.sql: pmhash_stats and pmhash_verify on indexes with
--- automatic and explicit shard counts, an empty one and an all-NULL one:
--- result columns, entry counts, shard counts, bounds of the figures, the
--- file path, and the "shards" reloption's validation.
+-- test/pgtap/stats.sql: pmhash_stats, pmhash_shards and pmhash_verify on
+-- indexes with automatic and explicit shard counts, an empty one and an
+-- all-NULL one: result columns, entry counts, shard counts, bounds of the
+-- figures, the per-shard rows against the totals, the file path, and the
+-- "shards" reloption's validation.
 BEGIN;
-SELECT plan(26);
+SELECT plan(30);
 
 CREATE TABLE st (id int, k int8);
 INSERT INTO st
@@ -99,6 +100,39 @@ SELECT is_empty(
 	'no count is negative');
 SELECT is_empty($$SELECT idx FROM st_stats WHERE entries > 0 AND (segments < 1 OR buckets < 1)$$,
 	'an index with entries has segments and buckets');
+
+-- pmhash_shards: one row per shard, numbered from 0, adding up to the totals
+SELECT results_eq(
+	$$SELECT n COLLATE "default", t::regtype::text
+	  FROM pg_proc p,
+		   unnest(p.proargnames, p.proallargtypes::oid[], p.proargmodes::text[])
+			   WITH ORDINALITY AS a(n, t, m, i)
+	  WHERE p.oid = 'pmhash_shards(regclass)'::regprocedure AND m = 'o'
+	  ORDER BY i$$,
+	$$VALUES ('shard', 'integer'), ('entries', 'bigint'), ('buckets', 'bigint'),
+			 ('posting_blocks', 'bigint'), ('segment_bytes', 'bigint')$$,
+	'pmhash_shards output columns have the documented names, types and order');
+CREATE TEMP VIEW st_shard_sums AS
+	SELECT s.idx, s.shards, s.entries, s.buckets, s.posting_blocks, s.segments, h.*
+	FROM st_stats s,
+		 LATERAL (SELECT count(*) AS n, min(shard) AS lo, max(shard) AS hi, sum(entries) AS e,
+						 sum(buckets) AS b, sum(posting_blocks) AS p,
+						 count(*) FILTER (WHERE segment_bytes > 0) AS segs
+				  FROM pmhash_shards(s.idx::regclass)) h;
+SELECT is_empty(
+	$$SELECT idx FROM st_shard_sums
+	  WHERE (n, lo, hi, e, b, p, segs) IS DISTINCT FROM
+			(shards::bigint, 0, shards - 1, entries::numeric, buckets::numeric,
+			 posting_blocks::numeric, segments)$$,
+	'pmhash_shards: a row per shard (0 .. shards - 1) whose entries, buckets, posting blocks and segments add up to pmhash_stats''');
+SELECT is_empty(
+	$$SELECT h.shard FROM pmhash_shards('st_eight') h
+	  WHERE (h.segment_bytes = 0) <> (h.buckets = 0)
+		 OR h.segment_bytes <> (1 + h.buckets + h.posting_blocks) * 256 * (h.buckets > 0)::int$$,
+	'pmhash_shards: a segment''s bytes are its header, buckets and posting blocks of 256 bytes');
+SELECT ok((SELECT sum(segment_bytes) FROM pmhash_shards('st_auto'))
+		  <= (SELECT file_bytes - free_bytes FROM pmhash_stats('st_auto')),
+	'pmhash_shards: the segments fit in the file''s used bytes');
 
 -- the file: named after the database and relfilenode in pmhash.directory
 SELECT results_eq(
