@@ -36,14 +36,20 @@ CREATE TEMP VIEW st_stats AS
 	SELECT e.idx::text AS idx, e.nonnull, e.shards AS asked, s.*
 	FROM st_expect e, LATERAL pmhash_stats(e.idx) s;
 
+-- the output columns of function f, in order: name and type
+CREATE FUNCTION pg_temp.out_columns(f regprocedure, OUT name text, OUT type text)
+RETURNS SETOF record LANGUAGE sql AS $$
+	SELECT n COLLATE "default", t::regtype::text
+	FROM pg_proc p,
+		 unnest(p.proargnames, p.proallargtypes::oid[], p.proargmodes::text[])
+			 WITH ORDINALITY AS a(n, t, m, i)
+	WHERE p.oid = f AND m = 'o'
+	ORDER BY i
+$$;
+
 -- result shape
 SELECT results_eq(
-	$$SELECT n COLLATE "default", t::regtype::text
-	  FROM pg_proc p,
-		   unnest(p.proargnames, p.proallargtypes::oid[], p.proargmodes::text[])
-			   WITH ORDINALITY AS a(n, t, m, i)
-	  WHERE p.oid = 'pmhash_stats(regclass)'::regprocedure AND m = 'o'
-	  ORDER BY i$$,
+	$$SELECT * FROM pg_temp.out_columns('pmhash_stats(regclass)')$$,
 	$$VALUES ('path', 'text'), ('is_pmem', 'boolean'), ('file_bytes', 'bigint'),
 			 ('entries', 'bigint'), ('shards', 'integer'), ('segments', 'bigint'),
 			 ('buckets', 'bigint'), ('posting_blocks', 'bigint'), ('chains', 'bigint'),
@@ -103,12 +109,7 @@ SELECT is_empty($$SELECT idx FROM st_stats WHERE entries > 0 AND (segments < 1 O
 
 -- pmhash_shards: one row per shard, numbered from 0, adding up to the totals
 SELECT results_eq(
-	$$SELECT n COLLATE "default", t::regtype::text
-	  FROM pg_proc p,
-		   unnest(p.proargnames, p.proallargtypes::oid[], p.proargmodes::text[])
-			   WITH ORDINALITY AS a(n, t, m, i)
-	  WHERE p.oid = 'pmhash_shards(regclass)'::regprocedure AND m = 'o'
-	  ORDER BY i$$,
+	$$SELECT * FROM pg_temp.out_columns('pmhash_shards(regclass)')$$,
 	$$VALUES ('shard', 'integer'), ('entries', 'bigint'), ('buckets', 'bigint'),
 			 ('posting_blocks', 'bigint'), ('segment_bytes', 'bigint')$$,
 	'pmhash_shards output columns have the documented names, types and order');
