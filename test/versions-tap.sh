@@ -120,7 +120,9 @@ copy_15_into_root() {
 tap_on_host() {
 	local major=$1 bindir=$2 regress t name dir from
 	regress=$(find "$(dirname "$bindir")" -path '*pgxs/src/test/regress/pg_regress' | head -1)
-	if ! from=$(upgradable_15 "$bindir"); then
+	if ! test_files | grep -q 005_upgrade; then
+		from=""
+	elif ! from=$(upgradable_15 "$bindir"); then
 		from=""
 		echo "# PostgreSQL $major: 005_upgrade from 15 skipped: no PostgreSQL 15 here or in the package registry whose catalogs this $major's pg_upgrade can read"
 	elif [ "$from" != "$PG15" ]; then
