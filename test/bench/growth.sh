@@ -16,7 +16,9 @@
 # p99.9 and max, the number over 10 ms and the rate of single-row inserts,
 # the WAL written, the largest WAL record of pmhash's resource manager during the mixed
 # workload (pg_walinspect), and the index's shards, segments, buckets and
-# size at its end.  Writes test/bench/out/growth.txt.  Environment: ROWS
+# size at its end, with the distribution of pmhash's entries over its shards
+# (least, median, 99th percentile and most per shard, pmhash_shards) and its
+# largest segment.  Writes test/bench/out/growth.txt.  Environment: ROWS
 # (10,000,000), BATCH (200,000), SINGLE_SECONDS (30), PATHS ("msync pmem"),
 # INDEXES ("pmhash hash btree none"), MODES ("mixed loader single"), REPS
 # (1: repetitions, each in another order of the indexes; the report gives
@@ -129,12 +131,19 @@ largest_record() {
 		WHERE resource_manager LIKE '%pmhash%'"
 }
 
-# "shards segments buckets size_MB" of index g_k, or of the table alone.
+# "shards segments buckets size_MB" of index g_k (or of the table alone),
+# then its entries per shard (least, median, 99th percentile, most) and
+# its largest segment in kB ("-" but for pmhash).
 index_shape() {
 	case "$1" in
-		pmhash) gsql -c "SELECT shards, segments, buckets, round(file_bytes / 1048576.0) FROM pmhash_stats('g_k')" | tr '|' ' ' ;;
-		none) echo "- - - 0" ;;
-		*) echo "- - - $(gsql -c "SELECT round(pg_relation_size('g_k') / 1048576.0)")" ;;
+		pmhash)
+			gsql -c "SELECT shards, segments, buckets, round(file_bytes / 1048576.0) FROM pmhash_stats('g_k')" | tr '|' ' '
+			gsql -c "SELECT min(entries), percentile_disc(0.5) WITHIN GROUP (ORDER BY entries),
+				percentile_disc(0.99) WITHIN GROUP (ORDER BY entries), max(entries),
+				round(max(segment_bytes) / 1024.0) FROM pmhash_shards('g_k')" | tr '|' ' '
+			;;
+		none) echo "- - - 0 - - - - -" ;;
+		*) echo "- - - $(gsql -c "SELECT round(pg_relation_size('g_k') / 1048576.0)") - - - - -" ;;
 	esac
 }
 
@@ -162,7 +171,7 @@ run_one() {
 	rec=-
 	[ "$am" = pmhash ] && rec=$(largest_record "$start_lsn")
 	[ -n "$rec" ] || rec=-
-	shape=$(index_shape "$am")
+	shape=$(index_shape "$am" | tr '\n' ' ')
 	rows=$(gsql -c "SELECT count(*) FROM g")
 	echo "$path $am $mode $rows $secs $lat $wal $rec $shape" | tee -a "$RESULTS"
 }
@@ -195,8 +204,8 @@ done
 	echo
 	echo "$REPS repetitions, indexes in rotated order; each figure the median of the repetitions"
 	echo
-	echo "| path | index | workload | rows | load or run (s) | p50 | p99 | p99.9 | max | over 10 ms | single-row inserts/s | WAL (MB) | largest pmhash record (B) | shards | segments | buckets | index MB |"
-	echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+	echo "| path | index | workload | rows | load or run (s) | p50 | p99 | p99.9 | max | over 10 ms | single-row inserts/s | WAL (MB) | largest pmhash record (B) | shards | segments | buckets | index MB | entries per shard: least | median | p99 | most | largest segment (kB) |"
+	echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 	# the median of each column over the lines of one path, index and workload
 	sort -k1,3 "$RESULTS" | awk '
 		function flush(   i, j, n, m, a, t, line) {
