@@ -426,7 +426,8 @@ build_bench_extension() {
 # Use PostgreSQL major version $PG_MAJOR: set PG_BIN and PATH to its
 # binaries and PG_MAKE_ARGS to the make arguments that build against it
 # (its pg_config; for a wheel, its CFLAGS less the options gcc 12 lacks);
-# build and install pmhash there.
+# build and install pmhash there, leaving no objects of that version in the
+# tree.
 use_version() {
 	local pg_config
 	PG_MAKE_ARGS=()
@@ -443,11 +444,8 @@ use_version() {
 	PG_MAKE_ARGS+=(PG_CONFIG="$pg_config")
 	export PATH="$PG_BIN:$PATH"
 	meta postgresql "$("$pg_config" --version)"
-	echo "== building pmhash for $("$pg_config" --version)"
-	make -C "$REPO" -s clean
-	make -C "$REPO" -s "${PG_MAKE_ARGS[@]}" PG_CFLAGS="-Wall -Wextra -Werror" ||
-		die "building pmhash failed"
-	as_root make -C "$REPO" -s "${PG_MAKE_ARGS[@]}" install >/dev/null || die "installing pmhash failed"
+	echo "== PostgreSQL: $("$pg_config" --version)"
+	build_install "" "${PG_MAKE_ARGS[@]}" || die "building pmhash failed"
 	make -C "$REPO" -s clean
 }
 

@@ -63,13 +63,15 @@ install_packages() {
 	fi
 }
 
-# Build and install pmhash; extra compiler flags in $1.
+# Build and install pmhash; extra compiler flags in $1, further arguments
+# go to make (for another version: PG_CONFIG=..., CFLAGS=...).
 build_install() {
 	local cflags="-Wall -Wextra -Werror ${1:-}"
+	shift $(($# > 0 ? 1 : 0))
 	echo "== building pmhash (PG_CFLAGS=$cflags)"
 	make -C "$REPO" -s clean
-	make -C "$REPO" -s PG_CFLAGS="$cflags"
-	as_root make -C "$REPO" -s install >/dev/null
+	make -C "$REPO" -s "$@" PG_CFLAGS="$cflags" &&
+		as_root make -C "$REPO" -s "$@" install >/dev/null
 }
 
 # A free TCP port on the loopback interface.
