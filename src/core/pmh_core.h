@@ -344,6 +344,7 @@ extern void pmh_segment_write(char *dst, const PmhLayout *layout, const PmhEntry
 							  uint64_t file_generation, uint64_t checksum_seed,
 							  uint64_t generation, uint64_t lsn);
 extern int	pmh_needs_growth(uint64_t slots, uint32_t nbuckets);
+extern uint64_t pmh_split_point(const PmhEntry *sorted, uint64_t count, uint32_t shard_bits);
 extern int	pmh_needs_shrink(const PmhCounts *counts, const PmhSegment *seg);
 
 /* pmh_alloc.c */

@@ -209,6 +209,92 @@ pmh_shard_of(uint32_t hash, uint32_t shard_bits)
 	return shard_bits == 0 ? 0 : hash >> (32 - shard_bits);
 }
 
+/*
+ * The shard map of a file whose shards split one at a time (linear hashing
+ * over the top bits of the hash): level b and split pointer p, with the
+ * unit of the descriptors, in one 8-byte word that one store publishes.
+ * Shards are numbered by slot.  Slot j < 2^b holds the keys whose top b
+ * bits, read backwards, are j (depth b); a split of slot p leaves in it the
+ * keys whose next bit is 0 and moves those whose next bit is 1 to slot
+ * p + 2^b, both at depth b + 1, and advances p.  Numbering slots by the
+ * reversed prefix makes every split add the next slot, so the descriptors
+ * only ever grow at their end; when p reaches 2^b, b grows by one and p
+ * starts again at 0.
+ */
+#define PMH_MAP_LEVEL_BITS		5
+#define PMH_MAP_SPLIT_BITS		17
+#define PMH_MAP_UNIT_SHIFT		(PMH_MAP_LEVEL_BITS + PMH_MAP_SPLIT_BITS)
+
+/* The map word of level, split pointer and descriptor unit. */
+static inline uint64_t
+pmh_map_make(uint32_t level, uint32_t split, uint64_t desc_unit)
+{
+	return (uint64_t) level | ((uint64_t) split << PMH_MAP_LEVEL_BITS) |
+		((desc_unit & PMH_DESC_UNIT_MASK) << PMH_MAP_UNIT_SHIFT);
+}
+
+/* Level of a map word. */
+static inline uint32_t
+pmh_map_level(uint64_t map)
+{
+	return (uint32_t) (map & ((UINT64_C(1) << PMH_MAP_LEVEL_BITS) - 1));
+}
+
+/* Split pointer of a map word. */
+static inline uint32_t
+pmh_map_split(uint64_t map)
+{
+	return (uint32_t) ((map >> PMH_MAP_LEVEL_BITS) & ((UINT64_C(1) << PMH_MAP_SPLIT_BITS) - 1));
+}
+
+/* Descriptor unit of a map word. */
+static inline uint64_t
+pmh_map_desc_unit(uint64_t map)
+{
+	return map >> PMH_MAP_UNIT_SHIFT;
+}
+
+/* Number of slots a map word has: 2^level + split. */
+static inline uint32_t
+pmh_map_slots(uint64_t map)
+{
+	return (UINT32_C(1) << pmh_map_level(map)) + pmh_map_split(map);
+}
+
+/* A 32-bit value with its bits in the opposite order. */
+static inline uint32_t
+pmh_reverse_bits(uint32_t x)
+{
+	x = ((x >> 1) & UINT32_C(0x55555555)) | ((x & UINT32_C(0x55555555)) << 1);
+	x = ((x >> 2) & UINT32_C(0x33333333)) | ((x & UINT32_C(0x33333333)) << 2);
+	x = ((x >> 4) & UINT32_C(0x0F0F0F0F)) | ((x & UINT32_C(0x0F0F0F0F)) << 4);
+	return __builtin_bswap32(x);
+}
+
+/* Slot of a hash in a map word's shards; its depth goes to *depth. */
+static inline uint32_t
+pmh_map_slot(uint32_t hash, uint64_t map, uint32_t *depth)
+{
+	uint32_t	level = pmh_map_level(map);
+	uint32_t	reversed = pmh_reverse_bits(hash);
+	uint32_t	slot = reversed & ((UINT32_C(1) << level) - 1);
+
+	*depth = level;
+	if (slot < pmh_map_split(map))
+	{
+		slot = reversed & ((UINT32_C(2) << level) - 1);
+		*depth = level + 1;
+	}
+	return slot;
+}
+
+/* The top depth bits of the hashes a slot of that depth holds (its shard). */
+static inline uint32_t
+pmh_slot_shard(uint32_t slot, uint32_t depth)
+{
+	return depth == 0 ? 0 : pmh_reverse_bits(slot) >> (32 - depth);
+}
+
 /* The 23 bits of a hash below its shard bits that a bucket slot keeps. */
 static inline uint32_t
 pmh_hash_code(uint32_t hash, uint32_t shard_bits)

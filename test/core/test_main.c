@@ -65,6 +65,8 @@ main(void)
 		{"match", test_match},
 		{"freemap", test_freemap},
 		{"sort", test_sort},
+		{"shard map", test_shard_map},
+		{"split point", test_split_point},
 		{"codec", test_codec},
 		{"checksums", test_checksums},
 		/* from here on, once without checksums and once with */

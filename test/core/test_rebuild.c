@@ -1,7 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * test_rebuild.c
- *	  Core tests of the sort of entries of a rebuild (src/core/pmh_rebuild.c).
+ *	  Core tests of rebuilds and splits (src/core/pmh_rebuild.c): the sort
+ *	  of their entries, the shard map (pmh_format.h) and where a split divides
+ *	  a shard.
  *
  * Copyright (c) 2026, pmhash developers
  *
@@ -85,5 +87,111 @@ test_sort(void)
 	}
 	free(in);
 	free(want);
+	free(scratch);
+}
+
+/*
+ * The shard map: a map word gives back its level, split pointer and
+ * descriptor unit; every hash maps to a slot below 2^level + split whose
+ * depth and shard (top bits) are the hash's own; splitting slot p moves
+ * exactly the keys of slot p whose next bit is 1 to slot p + 2^level, and
+ * no other key; at split 0 every slot of a level is a shard of that level.
+ */
+void
+test_shard_map(void)
+{
+	uint32_t	hashes[4096];
+
+	for (int i = 0; i < 4096; i++)
+		hashes[i] = (uint32_t) rnd();
+	for (uint32_t level = 0; level <= PMH_MAX_SHARD_BITS && !test_failed; level++)
+	{
+		uint32_t	splits = UINT32_C(1) << level;
+
+		for (uint32_t split = 0; split < splits && !test_failed;
+			 split += 1 + split / 7 + (level > 12 ? splits / 64 : 0))
+		{
+			uint64_t	unit = (rnd() & PMH_DESC_UNIT_MASK) | 1;
+			uint64_t	map = pmh_map_make(level, split, unit);
+			uint64_t	next = pmh_map_make(level, split + 1, unit);
+
+			CHECK(pmh_map_level(map) == level && pmh_map_split(map) == split &&
+				  pmh_map_desc_unit(map) == unit && pmh_map_slots(map) == splits + split,
+				  "map word of level %u split %u unit %llu", level, split,
+				  (unsigned long long) unit);
+			for (int i = 0; i < 4096 && !test_failed; i++)
+			{
+				uint32_t	depth;
+				uint32_t	next_depth;
+				uint32_t	slot = pmh_map_slot(hashes[i], map, &depth);
+				uint32_t	next_slot = pmh_map_slot(hashes[i], next, &next_depth);
+				uint32_t	moves = slot == split && level < 32 &&
+					(hashes[i] >> (31 - level) & 1);
+
+				CHECK(slot < pmh_map_slots(map) &&
+					  depth == (slot < split || slot >= splits ? level + 1 : level) &&
+					  pmh_slot_shard(slot, depth) == pmh_shard_of(hashes[i], depth),
+					  "hash %08x, level %u split %u: slot %u depth %u", hashes[i], level,
+					  split, slot, depth);
+				CHECK(next_slot == (moves ? slot + splits : slot) &&
+					  next_depth == (slot == split ? level + 1 : depth),
+					  "hash %08x, level %u: split %u moved it from slot %u to %u", hashes[i],
+					  level, split, slot, next_slot);
+				if (split == 0)
+					CHECK(slot == pmh_reverse_bits(pmh_shard_of(hashes[i], level)) >>
+						  (32 - level) % 32 && (level > 0 || slot == 0),
+						  "hash %08x, level %u: slot %u", hashes[i], level, slot);
+			}
+		}
+	}
+}
+
+/*
+ * pmh_split_point divides sorted entries of a shard between its halves:
+ * every entry before the point has its next bit 0, every one from it on 1,
+ * whatever the share of each half (none, all, or random).
+ */
+void
+test_split_point(void)
+{
+	PmhEntry   *entries = malloc(5000 * sizeof(PmhEntry));
+	PmhEntry   *scratch = malloc(5000 * sizeof(PmhEntry));
+
+	for (uint32_t depth = 9; depth <= PMH_MAX_SHARD_BITS && !test_failed; depth++)
+	{
+		for (int round = 0; round < 40 && !test_failed; round++)
+		{
+			uint32_t	shard = (uint32_t) rnd() & ((UINT32_C(1) << depth) - 1);
+			uint32_t	bit = UINT32_C(1) << (31 - depth);
+			uint64_t	count = rnd() % 5000;
+			int			shape = round % 4;	/* 0: random, 1: all low, 2: all high, 3: few */
+			uint64_t	point;
+
+			for (uint64_t i = 0; i < count; i++)
+			{
+				uint32_t	rest = (uint32_t) rnd() >> depth;
+
+				if (shape == 1)
+					rest &= ~bit;
+				else if (shape == 2)
+					rest |= bit;
+				else if (shape == 3)
+					rest = rest % 3 == 0 ? rest | bit : rest & ~bit;
+				entries[i].hash = (shard << (32 - depth)) | rest;
+				entries[i].tid = tid_of(i);
+				entries[i].flags = 0;
+			}
+			count = pmh_sort_entries(entries, count, scratch);
+			point = pmh_split_point(entries, count, depth);
+			CHECK(point <= count, "depth %u: point %llu of %llu", depth,
+				  (unsigned long long) point, (unsigned long long) count);
+			for (uint64_t i = 0; i < count && !test_failed; i++)
+				CHECK(((entries[i].hash & bit) != 0) == (i >= point),
+					  "depth %u, shape %d: entry %llu of %llu on the wrong side of %llu",
+					  depth, shape, (unsigned long long) i, (unsigned long long) count,
+					  (unsigned long long) point);
+		}
+	}
+	free(entries);
 	free(scratch);
 }

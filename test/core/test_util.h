@@ -68,6 +68,8 @@ extern void test_freemap(void);
 
 /* test_rebuild.c */
 extern void test_sort(void);
+extern void test_shard_map(void);
+extern void test_split_point(void);
 
 /* test_codec.c */
 extern void test_codec(void);
