@@ -108,7 +108,7 @@ setup_table(PmhashLocal *ix)
 {
 	ix->durable = ix->share->durable;
 	ix->ops = (PmhTableOps) {ops_alloc_memory, ops_free_memory, pmhash_space_alloc,
-		pmhash_space_free, ops_publish, ops_base, ops_mapped_units, ops_log_rebuild, ix};
+		pmhash_space_free, ops_publish, ops_base, ops_mapped_units, ops_log_rebuild, NULL, ix};
 	ix->persist = ix->deferred ? (PmhPersist) {NULL, NULL, NULL, NULL, ix} : pmhash_normal_persist(ix);
 	ix->table.ops = &ix->ops;
 	ix->table.persist = &ix->persist;

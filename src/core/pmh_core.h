@@ -206,7 +206,8 @@ typedef struct PmhFreeMap
  * segment once no reader can see it; publish shows a new descriptor to
  * readers; base and mapped_units describe the current mapping; log_rebuild,
  * if set, writes the full content of a rebuilt shard to the WAL, after the
- * shard is published.
+ * shard is published, and log_split that of a split shard, after both
+ * halves are.
  */
 typedef struct PmhTableOps
 {
@@ -219,6 +220,8 @@ typedef struct PmhTableOps
 	uint64_t	(*mapped_units) (void *arg);
 	void		(*log_rebuild) (void *arg, uint32_t shard, const PmhEntry *entries,
 								uint64_t count, double fill);
+	void		(*log_split) (void *arg, uint32_t slot, const PmhEntry *entries,
+							  uint64_t count);
 	void	   *arg;
 } PmhTableOps;
 
@@ -364,6 +367,9 @@ extern void pmh_table_segments(const PmhTable *t, const uint32_t *shards,
 extern PmhStatus pmh_table_rebuild(const PmhTable *t, const PmhSegment *seg,
 								   const PmhEntry *extra, uint64_t nextra, int replace,
 								   double fill, uint64_t lsn, PmhCounts *counts);
+extern PmhStatus pmh_table_split(const PmhTable *t, const PmhSegment *seg, uint32_t low_slot,
+								 uint32_t high_slot, uint64_t lsn, void (*advance) (void *arg),
+								 void *advance_arg, PmhCounts *low, PmhCounts *high);
 extern PmhStatus pmh_table_insert(const PmhTable *t, const PmhSegment *seg,
 								  PmhCounts *counts, uint32_t hash, PmhTid tid,
 								  uint64_t lsn, PmhInsertMode mode, uint64_t since);

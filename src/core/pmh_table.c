@@ -81,6 +81,92 @@ publish(const PmhTable *t, uint32_t shard, uint64_t desc, uint32_t nposting)
 }
 
 /*
+ * Write sorted, distinct entries with canonical hashes as a new segment of
+ * shard (a top-bit prefix of depth shard_bits) in unpublished file space,
+ * and persist it: its descriptor goes to *desc and its posting block count
+ * to *nposting (0 and 0 for no entries), its counts to *counts.  PMH_FULL,
+ * leaving all three as they were, if it is too large or the file has no
+ * room.
+ */
+static PmhStatus
+write_segment(const PmhTable *t, const PmhEntry *sorted, uint64_t n, uint32_t shard,
+			  uint32_t shard_bits, double fill, uint64_t generation, uint64_t lsn,
+			  uint64_t *desc, uint32_t *nposting, PmhCounts *counts)
+{
+	PmhLayout	layout;
+	uint64_t	unit;
+	char	   *dst;
+
+	if (n == 0)
+	{
+		memset(counts, 0, sizeof(*counts));
+		*desc = 0;
+		*nposting = 0;
+		return PMH_OK;
+	}
+	layout = pmh_plan_layout(sorted, n, fill);
+	if (layout.nbuckets > PMH_MAX_SEGMENT_BUCKETS ||
+		layout.nposting > PMH_MAX_SEGMENT_POSTING ||
+		(unit = t->ops->alloc_space(t->ops->arg, pmh_layout_units(&layout))) == 0)
+		return PMH_FULL;
+	dst = unit_address(t, unit);
+	pmh_segment_write(dst, &layout, sorted, n, shard, shard_bits, t->file_generation,
+					  t->checksums ? t->file_generation : 0, generation, lsn);
+	pmh_persist(t->persist, dst, pmh_layout_units(&layout) * PMH_UNIT_SIZE);
+	/* what pmh_segment_count would find in the image just written */
+	memset(counts, 0, sizeof(*counts));
+	counts->entries = layout.nentries;
+	counts->slots = layout.nslots;
+	counts->unverified = layout.nunverified;
+	counts->max_lsn = lsn;
+	*desc = pmh_desc_make(unit, layout.nbuckets);
+	*nposting = layout.nposting;
+	return PMH_OK;
+}
+
+/*
+ * Collect the live entries of a shard's segment into a new array of room
+ * for extra more entries (the segment's capacity bounds them when dense,
+ * else they are counted first), raising *lsn to the segment's highest
+ * stamp; NULL if a unit disagrees with its checksums.  *n receives the
+ * number collected, *room the array's size.
+ */
+static PmhEntry *
+collect_segment(const PmhTable *t, const PmhSegment *seg, uint64_t extra, int dense,
+				uint64_t *lsn, uint64_t *n, uint64_t *room)
+{
+	uint64_t	total = extra;
+	uint64_t	old_max_lsn = 0;
+	PmhEntry   *work;
+
+	*n = 0;
+	if (seg->unit != 0)
+	{
+		if (dense)
+			total += pmh_segment_capacity(seg);
+		else
+		{
+			PmhCounts	old_counts;
+
+			pmh_segment_count(seg, &old_counts);
+			total += old_counts.entries;
+		}
+	}
+	work = t->ops->alloc_memory(t->ops->arg, (total ? total : 1) * sizeof(PmhEntry));
+	if (seg->unit != 0)
+		*n = pmh_segment_collect(seg, work, total - extra, &old_max_lsn);
+	if (*n == PMH_COLLECT_DAMAGED || *n + extra > total)
+	{
+		t->ops->free_memory(t->ops->arg, work);
+		return NULL;
+	}
+	if (old_max_lsn > *lsn)
+		*lsn = old_max_lsn;
+	*room = total;
+	return work;
+}
+
+/*
  * pmh_table_rebuild, where dense says that the old segment is nearly full
  * (a shard that must grow), so that its capacity bounds its entries closely
  * enough to size the work arrays without counting them first.
@@ -93,42 +179,28 @@ rebuild_shard(const PmhTable *t, const PmhSegment *seg, const PmhEntry *extra,
 	const PmhTableOps *ops = t->ops;
 	PmhEntry   *work;
 	PmhEntry   *scratch;
-	PmhLayout	layout;
-	uint64_t	total = nextra;
 	uint64_t	n = 0;
-	uint64_t	old_max_lsn = 0;
+	uint64_t	room = nextra;
 	uint64_t	generation = 1;
-	uint64_t	unit = 0;
+	uint64_t	desc;
+	uint32_t	nposting;
 
+	/* informational only: a damaged value does no harm */
 	if (seg->unit != 0)
-	{
-		/* informational only: a damaged value does no harm */
 		generation = pmh_segment_header(seg)->generation + 1;
-		if (replace || !dense)
-		{
-			PmhCounts	old_counts;
-
-			pmh_segment_count(seg, &old_counts);
-			old_max_lsn = old_counts.max_lsn;
-			if (!replace)
-				total += old_counts.entries;
-		}
-		else
-			total += pmh_segment_capacity(seg);
-	}
-
-	work = ops->alloc_memory(ops->arg, (total ? total : 1) * sizeof(PmhEntry));
-	scratch = ops->alloc_memory(ops->arg, (total ? total : 1) * sizeof(PmhEntry));
-	if (seg->unit != 0 && !replace)
-		n = pmh_segment_collect(seg, work, total - nextra, &old_max_lsn);
-	if (n == PMH_COLLECT_DAMAGED || n + nextra > total)
-	{
-		ops->free_memory(ops->arg, scratch);
-		ops->free_memory(ops->arg, work);
+	if (replace)
+		work = ops->alloc_memory(ops->arg, (nextra ? nextra : 1) * sizeof(PmhEntry));
+	else if ((work = collect_segment(t, seg, nextra, dense, &lsn, &n, &room)) == NULL)
 		return PMH_CORRUPT;
+	if (replace && seg->unit != 0)
+	{
+		PmhCounts	old_counts;
+
+		pmh_segment_count(seg, &old_counts);
+		if (old_counts.max_lsn > lsn)
+			lsn = old_counts.max_lsn;
 	}
-	if (old_max_lsn > lsn)
-		lsn = old_max_lsn;
+	scratch = ops->alloc_memory(ops->arg, (room ? room : 1) * sizeof(PmhEntry));
 	for (uint64_t k = 0; k < nextra; k++)
 	{
 		work[n + k] = extra[k];
@@ -137,37 +209,13 @@ rebuild_shard(const PmhTable *t, const PmhSegment *seg, const PmhEntry *extra,
 	n = pmh_sort_entries(work, n + nextra, scratch);
 	ops->free_memory(ops->arg, scratch);
 
-	if (n > 0)
+	if (write_segment(t, work, n, seg->shard, t->shard_bits, fill, generation, lsn, &desc,
+					  &nposting, counts) != PMH_OK)
 	{
-		layout = pmh_plan_layout(work, n, fill);
-		if (layout.nbuckets > PMH_MAX_SEGMENT_BUCKETS ||
-			layout.nposting > PMH_MAX_SEGMENT_POSTING ||
-			(unit = ops->alloc_space(ops->arg, pmh_layout_units(&layout))) == 0)
-		{
-			ops->free_memory(ops->arg, work);
-			return PMH_FULL;
-		}
+		ops->free_memory(ops->arg, work);
+		return PMH_FULL;
 	}
-	memset(counts, 0, sizeof(*counts));
-	if (n > 0)
-	{
-		char	   *dst = unit_address(t, unit);
-
-		pmh_segment_write(dst, &layout, work, n, seg->shard, t->shard_bits,
-						  t->file_generation, t->checksums ? t->file_generation : 0,
-						  generation, lsn);
-		pmh_persist(t->persist, dst, pmh_layout_units(&layout) * PMH_UNIT_SIZE);
-		/* what pmh_segment_count would find in the image just written */
-		counts->entries = layout.nentries;
-		counts->slots = layout.nslots;
-		counts->unverified = layout.nunverified;
-		counts->max_lsn = lsn;
-	}
-
-	if (n > 0)
-		publish(t, seg->shard, pmh_desc_make(unit, layout.nbuckets), layout.nposting);
-	else
-		publish(t, seg->shard, 0, 0);
+	publish(t, seg->shard, desc, nposting);
 
 	/*
 	 * Logged after the segment is written and published: a caller that
@@ -195,6 +243,73 @@ pmh_table_rebuild(const PmhTable *t, const PmhSegment *seg, const PmhEntry *extr
 				  uint64_t nextra, int replace, double fill, uint64_t lsn, PmhCounts *counts)
 {
 	return rebuild_shard(t, seg, extra, nextra, replace, 0, fill, lsn, counts);
+}
+
+/*
+ * Split a shard of depth 9 or more (seg, published at low_slot) into its
+ * halves one bit deeper: the keys whose next hash bit is 0 stay at
+ * low_slot, those whose next bit is 1 go to high_slot, which must be
+ * empty.  Both halves are written into unpublished space and made durable;
+ * then the upper half is published at high_slot, where no reader looks
+ * yet; then advance (the caller's) shows readers the map that sends the
+ * upper keys there; then the lower half replaces the old segment.  Until
+ * then the old segment still answers for both halves, and no writer can
+ * change the shard (the caller holds the locks of both slots).  The
+ * shard's entries are logged through log_split, and the old segment is
+ * handed back.  The halves' counts go to low and high.
+ */
+PmhStatus
+pmh_table_split(const PmhTable *t, const PmhSegment *seg, uint32_t low_slot,
+				uint32_t high_slot, uint64_t lsn, void (*advance) (void *arg),
+				void *advance_arg, PmhCounts *low, PmhCounts *high)
+{
+	const PmhTableOps *ops = t->ops;
+	PmhEntry   *work;
+	PmhEntry   *scratch;
+	uint64_t	n;
+	uint64_t	room;
+	uint64_t	point;
+	uint64_t	generation = seg->unit ? pmh_segment_header(seg)->generation + 1 : 1;
+	uint64_t	desc[2];
+	uint32_t	nposting[2];
+	PmhCounts	counts[2];
+
+	if (seg->shard_bits < 9 || seg->shard_bits >= PMH_MAX_SHARD_BITS)
+		return PMH_FULL;
+	if ((work = collect_segment(t, seg, 0, 0, &lsn, &n, &room)) == NULL)
+		return PMH_CORRUPT;
+	scratch = ops->alloc_memory(ops->arg, (room ? room : 1) * sizeof(PmhEntry));
+	n = pmh_sort_entries(work, n, scratch);
+	ops->free_memory(ops->arg, scratch);
+	point = pmh_split_point(work, n, seg->shard_bits);
+	if (write_segment(t, work, point, seg->shard << 1, seg->shard_bits + 1,
+					  PMH_REBUILD_FILL, generation, lsn, &desc[0], &nposting[0],
+					  &counts[0]) != PMH_OK)
+	{
+		ops->free_memory(ops->arg, work);
+		return PMH_FULL;
+	}
+	if (write_segment(t, work + point, n - point, (seg->shard << 1) | 1,
+					  seg->shard_bits + 1, PMH_REBUILD_FILL, generation, lsn, &desc[1],
+					  &nposting[1], &counts[1]) != PMH_OK)
+	{
+		if (desc[0] != 0)
+			ops->free_space(ops->arg, pmh_desc_unit(desc[0]),
+							1 + (uint64_t) pmh_desc_nbuckets(desc[0]) + nposting[0]);
+		ops->free_memory(ops->arg, work);
+		return PMH_FULL;
+	}
+	publish(t, high_slot, desc[1], nposting[1]);
+	advance(advance_arg);
+	publish(t, low_slot, desc[0], nposting[0]);
+	if (ops->log_split)
+		ops->log_split(ops->arg, low_slot, work, n);
+	ops->free_memory(ops->arg, work);
+	if (seg->unit != 0)
+		ops->free_space(ops->arg, seg->unit, 1 + (uint64_t) seg->nbuckets + seg->nposting);
+	*low = counts[0];
+	*high = counts[1];
+	return PMH_OK;
 }
 
 /*

@@ -177,7 +177,7 @@ memtable_create(uint32_t shard_bits, uint64_t units, int shim)
 	mt->extents = calloc(nshards + 64, sizeof(PmhExtent));
 	pmh_freemap_init(&mt->freemap, mt->extents, nshards + 64);
 	mt->ops = (PmhTableOps) {mem_alloc, mem_free, space_alloc, space_free, publish, base,
-		mapped_units, NULL, mt};
+		mapped_units, NULL, NULL, mt};
 	mt->persist = (PmhPersist) {shim_flush, shim_drain, NULL, NULL, mt};
 
 	hdr = calloc(1, sizeof(PmhFileHeader));

@@ -84,6 +84,7 @@ main(void)
 		{"reader_race", test_reader_race},
 		{"unverified", test_unverified},
 		{"replay", test_replay},
+		{"split", test_split},
 		{"lost overflow bits", test_lost_overflow_bits},
 		{"unfenced slots", test_unfenced_slots},
 	};

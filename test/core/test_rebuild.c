@@ -195,3 +195,199 @@ test_split_point(void)
 	free(entries);
 	free(scratch);
 }
+
+/* What pmh_table_split's advance callback checks when the map would move. */
+typedef struct SplitWatch
+{
+	MemTable   *mt;
+	uint32_t	low_slot;
+	uint32_t	high_slot;
+	uint64_t	old_desc;		/* the low slot's descriptor before the split */
+	int			upper;			/* whether the upper half has entries */
+	int			calls;
+	int			in_order;		/* the upper half was out, the old segment still in */
+} SplitWatch;
+
+/* Split callback: where the map moves, the upper half is published and the old segment still is. */
+static void
+split_advance(void *arg)
+{
+	SplitWatch *w = arg;
+	uint64_t	low;
+	uint64_t	high;
+	uint32_t	nposting;
+
+	pmh_mirror_read(&w->mt->mirror[w->low_slot], &low, &nposting);
+	pmh_mirror_read(&w->mt->mirror[w->high_slot], &high, &nposting);
+	w->calls++;
+	w->in_order = low == w->old_desc && (high != 0) == w->upper;
+}
+
+/* TIDs a lookup delivers. */
+typedef struct TidList
+{
+	PmhTid		tids[4096];
+	int			n;
+} TidList;
+
+/* Lookup sink: keep the TIDs. */
+static void
+list_tids(void *arg, const PmhTid *tids, int count, uint64_t unverified)
+{
+	TidList    *l = arg;
+
+	(void) unverified;
+	for (int i = 0; i < count && l->n < 4096; i++)
+		l->tids[l->n++] = tids[i];
+}
+
+/* The segment a slot of a table publishes, as the shard of that prefix and depth. */
+static void
+slot_segment(MemTable *mt, uint32_t slot, uint32_t shard, uint32_t depth, PmhSegment *seg)
+{
+	memtable_segment(mt, slot, seg);
+	seg->shard = shard;
+	seg->shard_bits = depth;
+}
+
+/*
+ * pmh_table_split divides a shard between its halves one bit deeper: each
+ * key's TIDs are found in its own half, none in the other, both halves
+ * verify and hold as many entries as the shard did, the upper half is
+ * published before the map moves and the old segment replaced after; keys
+ * of other shards are untouched.  Shapes: distinct keys, keys with posting
+ * chains, an empty upper half.  A shard of fewer than 9 bits does not
+ * split (its hashes are not whole).
+ */
+void
+test_split(void)
+{
+	const uint32_t bits = 10;
+	const char *shapes[] = {"distinct keys", "posting chains", "empty upper half"};
+
+	for (int shape = 0; shape < 3 && !test_failed; shape++)
+	{
+		MemTable   *mt = memtable_create(bits, 1024, 0);
+		Model		m = {0};
+		uint32_t	shard = 5 + shape;
+		uint32_t	next_bit = UINT32_C(1) << (31 - bits);
+		SplitWatch	watch = {mt, shard, shard + 512, 0, 0, 0, 0};
+		PmhSegment	seg;
+		PmhSegment	half[2];
+		PmhCounts	counts[2];
+		uint64_t	in_shard = 0;
+		uint64_t	in_upper = 0;
+		uint32_t	np;
+		PmhStatus	st;
+
+		for (int i = 0; i < 3000; i++)
+		{
+			uint32_t	rest = (uint32_t) rnd() >> bits;
+			uint32_t	bystander;
+
+			if (shape == 1)
+				rest = (uint32_t) mix(i % 40) >> bits;
+			if (shape == 2)
+				rest &= ~next_bit;
+			add(mt, &m, (shard << (32 - bits)) | rest);
+			/* a bystander in another shard of the lower half of the shards */
+			bystander = (uint32_t) rnd() >> 1;
+			if (pmh_shard_of(bystander, bits) == shard)
+				bystander ^= UINT32_C(1) << (32 - bits);
+			add(mt, &m, bystander);
+		}
+		for (uint64_t i = 0; i < m.n; i++)
+		{
+			in_shard += pmh_shard_of(m.hash[i], bits) == shard;
+			in_upper += pmh_shard_of(m.hash[i], bits + 1) == ((shard << 1) | 1);
+		}
+		watch.upper = in_upper > 0;
+		memtable_segment(mt, shard, &seg);
+		pmh_mirror_read(&mt->mirror[shard], &watch.old_desc, &np);
+		st = pmh_table_split(&mt->table, &seg, shard, shard + 512, ++mt->lsn, split_advance,
+							 &watch, &counts[0], &counts[1]);
+		CHECK(st == PMH_OK && watch.calls == 1 && watch.in_order,
+			  "%s: split status %d, %d advances, in order %d", shapes[shape], st, watch.calls,
+			  watch.in_order);
+		slot_segment(mt, shard, shard << 1, bits + 1, &half[0]);
+		slot_segment(mt, shard + 512, (shard << 1) | 1, bits + 1, &half[1]);
+		CHECK(counts[0].entries + counts[1].entries == in_shard &&
+			  counts[1].entries == in_upper && (half[1].unit != 0) == (in_upper > 0),
+			  "%s: halves of %llu and %llu entries, %llu and %llu in the model", shapes[shape],
+			  (unsigned long long) counts[0].entries, (unsigned long long) counts[1].entries,
+			  (unsigned long long) (in_shard - in_upper), (unsigned long long) in_upper);
+		CHECK(shape != 2 || in_upper == 0, "the upper half is not empty");
+		for (int h = 0; h < 2 && !test_failed; h++)
+		{
+			PmhCounts	found;
+			uint64_t	live = 0;
+			PmhEntry   *scratch;
+			char		msg[256];
+			const char *err = NULL;
+
+			if (half[h].unit == 0)
+				continue;
+			pmh_segment_count(&half[h], &found);
+			scratch = malloc((found.slots + found.entries + 1) * sizeof(PmhEntry));
+			err = pmh_segment_verify(&half[h], 42, mt->units, scratch,
+									 found.slots + found.entries + 1, &live, msg, sizeof(msg));
+			free(scratch);
+			CHECK(err == NULL && found.entries == counts[h].entries && live == found.entries,
+				  "%s: half %d: %s, %llu entries counted, %llu reported", shapes[shape], h,
+				  err ? err : "sound", (unsigned long long) found.entries,
+				  (unsigned long long) counts[h].entries);
+		}
+		for (uint64_t i = 0; i < m.n && !test_failed; i++)
+		{
+			uint32_t	hash = m.hash[i];
+			int			h = (hash & next_bit) != 0;
+			TidList		got = {.n = 0};
+			TidList		other = {.n = 0};
+			PmhTid		want[4096];
+			int			nwant = 0;
+
+			if (pmh_shard_of(hash, bits) != shard)
+			{
+				PmhTid		tids[64];
+				int			ntids = 0;
+
+				memtable_lookup(mt, hash, tids, &ntids, 64);
+				for (int k = 0; k < ntids; k++)
+					nwant += pmh_tid_equal(tids[k], tid_of(i));
+				CHECK(nwant == 1, "%s: bystander %08x lost", shapes[shape], hash);
+				continue;
+			}
+			for (uint64_t j = 0; j < m.n; j++)
+				if (m.hash[j] == hash && nwant < 4096)
+					want[nwant++] = tid_of(j);
+			CHECK(half[h].unit != 0 &&
+				  pmh_lookup(&half[h], hash, list_tids, &got) == PMH_OK &&
+				  (half[1 - h].unit == 0 ||
+				   pmh_lookup(&half[1 - h], hash, list_tids, &other) == PMH_OK),
+				  "%s: lookup of %08x failed", shapes[shape], hash);
+			/* the other half may hold keys of the same code, not this key's entries */
+			for (int k = 0; k < other.n; k++)
+				CHECK(m.hash[index_of(other.tids[k])] != hash,
+					  "%s: %08x found in the other half", shapes[shape], hash);
+			check_found("split half", hash, got.tids, got.n, want, nwant);
+		}
+		free_table(mt, &m);
+	}
+
+	/* fewer than 9 shard bits: no split, nothing changed */
+	{
+		MemTable   *mt = memtable_create(8, 1024, 0);
+		Model		m = {0};
+		PmhSegment	seg;
+		PmhCounts	counts[2];
+		SplitWatch	watch = {mt, 3, 200, 0, 1, 0, 0};
+
+		for (int i = 0; i < 500; i++)
+			add(mt, &m, (UINT32_C(3) << 24) | ((uint32_t) rnd() >> 8));
+		memtable_segment(mt, 3, &seg);
+		CHECK(pmh_table_split(&mt->table, &seg, 3, 200, ++mt->lsn, split_advance, &watch,
+							  &counts[0], &counts[1]) == PMH_FULL && watch.calls == 0,
+			  "a shard of 8 bits split");
+		check_and_free(mt, &m);
+	}
+}

@@ -70,6 +70,7 @@ extern void test_freemap(void);
 extern void test_sort(void);
 extern void test_shard_map(void);
 extern void test_split_point(void);
+extern void test_split(void);
 
 /* test_codec.c */
 extern void test_codec(void);
