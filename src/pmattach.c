@@ -325,7 +325,8 @@ attach(Relation index, PmhashLocal *ix)
 		return UNUSABLE;
 	}
 	err = check_header(ix, index ? meta.build_generation : 0, &hdr);
-	if (err == NULL && (hdr.state & unusable_states(ix, index)))
+	/* a file of the previous format is rebuilt from the table (pmbuild.c) */
+	if ((err == NULL && (hdr.state & unusable_states(ix, index))) || err == pmh_older_format)
 	{
 		pmhash_unmap_local(ix);
 		LWLockRelease(pmhash_share_table_lock());

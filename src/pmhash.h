@@ -335,7 +335,7 @@ extern bool pmhash_copy_file(const RelFileLocator *from, const RelFileLocator *t
 extern bool pmhash_copy_data_for_redo(const RelFileLocator *node, uint64 file_size, uint64 offset,
 									  const char *data, uint32 size, uint32 flags);
 extern void pmhash_create_placeholder(const RelFileLocator *node);
-extern bool pmhash_read_file_header(const char *path, PmhFileHeader *hdr);
+extern const char *pmhash_read_file_header(const char *path, PmhFileHeader *hdr);
 extern void pmhash_set_file_state(const char *path, uint64 set_bits);
 extern void pmhash_settle_file_creator(const char *path);
 extern void pmhash_unlink_file(const char *path);

@@ -169,7 +169,7 @@ bool
 pmhash_insert_entry(Relation index, PmhashLocal *ix, uint32 hash, ItemPointer tid,
 					PmhInsertMode mode, PmhashInsertGate gate, void *gate_arg)
 {
-	uint32		shard = pmh_shard_of(hash, ix->table.shard_bits);
+	uint32		shard = pmh_slot_of(hash, ix->table.shard_bits);
 	PmhashShardState *state = &ix->share->shards[shard];
 	LWLock	   *lock = pmhash_shard_lock(ix->share, shard);
 	PmhTid		ptid;
@@ -262,7 +262,7 @@ collect_tids(void *arg, const PmhTid *tids, int count, uint64 unverified)
 static void
 lookup_locked(Relation index, PmhashLocal *ix, uint32 hash, TidCollector *c)
 {
-	uint32		shard = pmh_shard_of(hash, ix->table.shard_bits);
+	uint32		shard = pmh_slot_of(hash, ix->table.shard_bits);
 	LWLock	   *lock = pmhash_shard_lock(ix->share, shard);
 	PmhSegment	seg;
 	PmhStatus	st;
@@ -282,7 +282,7 @@ lookup_locked(Relation index, PmhashLocal *ix, uint32 hash, TidCollector *c)
 static bool
 segment_unlocked(Relation index, PmhashLocal *ix, uint32 hash, PmhSegment *seg)
 {
-	uint32		shard = pmh_shard_of(hash, ix->table.shard_bits);
+	uint32		shard = pmh_slot_of(hash, ix->table.shard_bits);
 	PmhashShardState *state = &ix->share->shards[shard];
 	uint64		desc;
 	uint32		nposting;
@@ -304,7 +304,7 @@ retry_locked(Relation index, PmhashLocal *ix, uint32 hash, PmhStatus st)
 {
 	if (st == PMH_CORRUPT)
 		pmhash_raise_shard_damaged(RelationGetRelationName(index),
-								   pmh_shard_of(hash, ix->table.shard_bits));
+								   pmh_slot_of(hash, ix->table.shard_bits));
 	return st == PMH_BUSY;
 }
 

@@ -383,7 +383,7 @@ void
 pmhash_note_probe(PmhashLocal *ix, uint32 code, PmhashKilled *killed)
 {
 	const volatile PmhashShardState *state =
-		&ix->share->shards[pmh_shard_of(code, ix->table.shard_bits)];
+		&ix->share->shards[pmh_slot_of(code, ix->table.shard_bits)];
 
 	killed->code = code;
 	killed->share_gen = ix->share_gen;
@@ -526,7 +526,7 @@ pmhash_remove_killed(Relation index, Relation heap, PmhashKilled *killed)
 	sort_killed(killed);
 
 	ix = pmhash_open(index, NULL);
-	shard = pmh_shard_of(killed->code, ix->table.shard_bits);
+	shard = pmh_slot_of(killed->code, ix->table.shard_bits);
 	block = pmhash_predicate_block(ix, killed->code);
 	stale = ix->share_gen != killed->share_gen ||
 		ix->share->shards[shard].removals != killed->removals;

@@ -139,7 +139,8 @@ typedef struct PmhSegment
 {
 	char	   *base;			/* address of the segment header unit */
 	uint64_t	unit;			/* its unit in the file; 0: the shard is empty */
-	uint32_t	shard;
+	uint32_t	slot;			/* where the shard's descriptor is */
+	uint32_t	shard;			/* the top shard_bits bits of its hashes */
 	uint32_t	shard_bits;
 	uint32_t	nbuckets;
 	uint32_t	nposting;
@@ -314,6 +315,7 @@ extern void pmh_header_init(PmhFileHeader *hdr, uint32_t spc_oid, uint32_t db_oi
 							uint32_t shard_bits, uint32_t flags);
 extern uint32_t pmh_header_checksum(const PmhFileHeader *hdr);
 extern const char *pmh_header_check(const PmhFileHeader *hdr, uint64_t file_units);
+extern const char pmh_older_format[];
 extern uint32_t pmh_segment_checksum(const PmhSegmentHeader *hdr);
 
 /* pmh_lookup.c */

@@ -23,6 +23,9 @@ pmh_descriptor_units(uint32_t shard_bits)
 	return (bytes + PMH_UNIT_SIZE - 1) / PMH_UNIT_SIZE;
 }
 
+/* pmh_header_check's answer for a file of the previous format version. */
+const char	pmh_older_format[] = "file has the previous format version";
+
 /* Fill in a new file header; the descriptors and segments follow it. */
 void
 pmh_header_init(PmhFileHeader *hdr, uint32_t spc_oid, uint32_t db_oid,
@@ -43,6 +46,7 @@ pmh_header_init(PmhFileHeader *hdr, uint32_t spc_oid, uint32_t db_oid,
 	hdr->desc_unit = PMH_HEADER_UNITS;
 	hdr->data_unit = PMH_HEADER_UNITS + pmh_descriptor_units(shard_bits);
 	hdr->checksum = pmh_header_checksum(hdr);
+	hdr->shard_map = pmh_map_make(shard_bits, 0, hdr->desc_unit);
 }
 
 /* Checksum of the immutable part of the file header. */
@@ -60,6 +64,8 @@ pmh_header_check(const PmhFileHeader *hdr, uint64_t file_units)
 		return "file is shorter than its header";
 	if (hdr->magic != PMH_FILE_MAGIC)
 		return "file header has a wrong magic number";
+	if (hdr->version == PMH_FORMAT_VERSION - 1)
+		return pmh_older_format;
 	if (hdr->version != PMH_FORMAT_VERSION)
 		return "file format version is not supported";
 	if (hdr->checksum != pmh_header_checksum(hdr))
@@ -67,7 +73,8 @@ pmh_header_check(const PmhFileHeader *hdr, uint64_t file_units)
 	if (hdr->header_units != PMH_HEADER_UNITS ||
 		hdr->shard_bits > PMH_MAX_SHARD_BITS ||
 		hdr->desc_unit != PMH_HEADER_UNITS ||
-		hdr->data_unit != PMH_HEADER_UNITS + pmh_descriptor_units(hdr->shard_bits))
+		hdr->data_unit != PMH_HEADER_UNITS + pmh_descriptor_units(hdr->shard_bits) ||
+		hdr->shard_map != pmh_map_make(hdr->shard_bits, 0, hdr->desc_unit))
 		return "file header geometry is invalid";
 	if (file_units < hdr->data_unit)
 		return "file is shorter than its descriptors";

@@ -7,11 +7,12 @@
  * never by pointer, because every process maps the file at its own address.
  *
  *	 units 0..15   file header (identity, geometry, checksum)
- *	 units 16..    descriptors: one 8 bytes per shard
+ *	 units 16..    descriptors: one 8 bytes per shard, in slot order
  *	 then          segments, allocated and freed as shards are rebuilt
  *
  * A shard is the set of keys whose hash has a given value in its top
- * shard_bits bits.  Each shard owns at most one segment:
+ * shard_bits bits; its descriptor is that of its slot, those bits read
+ * backwards (the shard map, below).  Each shard owns at most one segment:
  *
  *	 unit 0        segment header
  *	 units 1..n    n buckets of 28 (hash code, TID) slots, linear probing
@@ -37,7 +38,7 @@
 
 #define PMH_UNIT_SIZE			256
 #define PMH_HEADER_UNITS		16
-#define PMH_FORMAT_VERSION		2
+#define PMH_FORMAT_VERSION		3
 #define PMH_FILE_MAGIC			UINT64_C(0x3148534148504d50)	/* "PMPHASH1" */
 #define PMH_SEGMENT_MAGIC		UINT64_C(0x544e454d47455350)	/* "PSEGMENT" */
 
@@ -161,7 +162,8 @@ typedef struct PmhFileHeader
 								 * committed; 0 if none */
 	uint8_t		redo_boot[16];	/* the operating system's boot in which
 								 * REDO_DIRTY was set; zeros if unknown */
-	uint8_t		unused[PMH_HEADER_UNITS * PMH_UNIT_SIZE - 112];
+	uint64_t	shard_map;		/* level, split pointer, descriptor unit */
+	uint8_t		unused[PMH_HEADER_UNITS * PMH_UNIT_SIZE - 120];
 } PmhFileHeader;
 
 #define PMH_FILE_UNLOGGED		0x0001
@@ -269,6 +271,13 @@ pmh_reverse_bits(uint32_t x)
 	x = ((x >> 2) & UINT32_C(0x33333333)) | ((x & UINT32_C(0x33333333)) << 2);
 	x = ((x >> 4) & UINT32_C(0x0F0F0F0F)) | ((x & UINT32_C(0x0F0F0F0F)) << 4);
 	return __builtin_bswap32(x);
+}
+
+/* Slot of a hash among 2^shard_bits shards of one depth (split pointer 0). */
+static inline uint32_t
+pmh_slot_of(uint32_t hash, uint32_t shard_bits)
+{
+	return pmh_reverse_bits(hash) & ((UINT32_C(1) << shard_bits) - 1);
 }
 
 /* Slot of a hash in a map word's shards; its depth goes to *depth. */

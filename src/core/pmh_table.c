@@ -34,13 +34,13 @@ unit_address(const PmhTable *t, uint64_t unit)
 }
 
 /*
- * The segments that n shards publish, given their descriptors and posting
- * block counts from a mirror, in the current mapping, which is
+ * The segments that the shards of n slots publish, given their descriptors
+ * and posting block counts from a mirror, in the current mapping, which is
  * read once; a descriptor of 0 (an empty shard) gives a segment of no
  * buckets.
  */
 void
-pmh_table_segments(const PmhTable *t, const uint32_t *shards, const uint64_t *descs,
+pmh_table_segments(const PmhTable *t, const uint32_t *slots, const uint64_t *descs,
 				   const uint32_t *npostings, int n, PmhSegment *segs)
 {
 	char	   *base = t->ops->base(t->ops->arg);
@@ -52,7 +52,8 @@ pmh_table_segments(const PmhTable *t, const uint32_t *shards, const uint64_t *de
 
 		segs[k].base = base + unit * PMH_UNIT_SIZE;
 		segs[k].unit = unit;
-		segs[k].shard = shards[k];
+		segs[k].slot = slots[k];
+		segs[k].shard = pmh_slot_shard(slots[k], t->shard_bits);
 		segs[k].shard_bits = t->shard_bits;
 		segs[k].nbuckets = unit == 0 ? 0 : pmh_desc_nbuckets(descs[k]);
 		segs[k].nposting = unit == 0 ? 0 : npostings[k];
@@ -61,23 +62,23 @@ pmh_table_segments(const PmhTable *t, const uint32_t *shards, const uint64_t *de
 	}
 }
 
-/* The segment a shard publishes, in the current mapping. */
+/* The segment the shard of a slot publishes, in the current mapping. */
 void
-pmh_table_segment(const PmhTable *t, uint32_t shard, uint64_t desc, uint32_t nposting,
+pmh_table_segment(const PmhTable *t, uint32_t slot, uint64_t desc, uint32_t nposting,
 				  PmhSegment *seg)
 {
-	pmh_table_segments(t, &shard, &desc, &nposting, 1, seg);
+	pmh_table_segments(t, &slot, &desc, &nposting, 1, seg);
 }
 
-/* Store a descriptor in the file's descriptors, make it durable, show it to readers. */
+/* Store a slot's descriptor in the file, make it durable, show it to readers. */
 static void
-publish(const PmhTable *t, uint32_t shard, uint64_t desc, uint32_t nposting)
+publish(const PmhTable *t, uint32_t slot, uint64_t desc, uint32_t nposting)
 {
 	uint64_t   *dir = (uint64_t *) unit_address(t, t->desc_unit);
 
-	pmh_store_release(&dir[shard], desc);
-	pmh_persist(t->persist, &dir[shard], sizeof(uint64_t));
-	t->ops->publish(t->ops->arg, shard, desc, nposting);
+	pmh_store_release(&dir[slot], desc);
+	pmh_persist(t->persist, &dir[slot], sizeof(uint64_t));
+	t->ops->publish(t->ops->arg, slot, desc, nposting);
 }
 
 /*
@@ -204,18 +205,18 @@ rebuild_shard(const PmhTable *t, const PmhSegment *seg, const PmhEntry *extra,
 	for (uint64_t k = 0; k < nextra; k++)
 	{
 		work[n + k] = extra[k];
-		work[n + k].hash = pmh_canonical_hash(extra[k].hash, t->shard_bits);
+		work[n + k].hash = pmh_canonical_hash(extra[k].hash, seg->shard_bits);
 	}
 	n = pmh_sort_entries(work, n + nextra, scratch);
 	ops->free_memory(ops->arg, scratch);
 
-	if (write_segment(t, work, n, seg->shard, t->shard_bits, fill, generation, lsn, &desc,
+	if (write_segment(t, work, n, seg->shard, seg->shard_bits, fill, generation, lsn, &desc,
 					  &nposting, counts) != PMH_OK)
 	{
 		ops->free_memory(ops->arg, work);
 		return PMH_FULL;
 	}
-	publish(t, seg->shard, desc, nposting);
+	publish(t, seg->slot, desc, nposting);
 
 	/*
 	 * Logged after the segment is written and published: a caller that
@@ -225,7 +226,7 @@ rebuild_shard(const PmhTable *t, const PmhSegment *seg, const PmhEntry *extra,
 	 * before the change, as an insert is.
 	 */
 	if (ops->log_rebuild)
-		ops->log_rebuild(ops->arg, seg->shard, work, n, fill);
+		ops->log_rebuild(ops->arg, seg->slot, work, n, fill);
 	ops->free_memory(ops->arg, work);
 	if (seg->unit != 0)
 		ops->free_space(ops->arg, seg->unit, 1 + (uint64_t) seg->nbuckets + seg->nposting);
@@ -367,7 +368,7 @@ data_unit(const PmhTable *t)
  * sound segment, whose posting block count goes to *nposting.
  */
 static const char *
-check_descriptor(const PmhTable *t, uint32_t shard, uint64_t desc, uint64_t file_units,
+check_descriptor(const PmhTable *t, uint32_t slot, uint64_t desc, uint64_t file_units,
 				 uint32_t *nposting, char *msg, size_t msglen)
 {
 	uint64_t	unit = pmh_desc_unit(desc);
@@ -376,17 +377,18 @@ check_descriptor(const PmhTable *t, uint32_t shard, uint64_t desc, uint64_t file
 
 	if (unit < data_unit(t) || nbuckets == 0 || unit + 1 + nbuckets > file_units)
 	{
-		snprintf(msg, msglen, "shard %u: descriptor points outside the file", shard);
+		snprintf(msg, msglen, "shard %u: descriptor points outside the file", slot);
 		return msg;
 	}
 	/* a private copy: what is checked is what is used */
 	memcpy(&hdr, unit_address(t, unit), sizeof(hdr));
 	if (hdr.magic != PMH_SEGMENT_MAGIC || hdr.checksum != pmh_segment_checksum(&hdr) ||
-		hdr.shard != shard || hdr.shard_bits != t->shard_bits || hdr.nbuckets != nbuckets ||
+		hdr.shard != pmh_slot_shard(slot, t->shard_bits) || hdr.shard_bits != t->shard_bits ||
+		hdr.nbuckets != nbuckets ||
 		hdr.file_generation != t->file_generation || hdr.nposting > PMH_MAX_SEGMENT_POSTING ||
 		unit + 1 + (uint64_t) nbuckets + hdr.nposting > file_units)
 	{
-		snprintf(msg, msglen, "shard %u: segment at unit %llu is damaged", shard,
+		snprintf(msg, msglen, "shard %u: segment at unit %llu is damaged", slot,
 				 (unsigned long long) unit);
 		return msg;
 	}

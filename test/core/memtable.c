@@ -137,11 +137,11 @@ space_free(void *arg, uint64_t unit, uint64_t units)
 
 /* Show a segment to readers. */
 static void
-publish(void *arg, uint32_t shard, uint64_t desc, uint32_t nposting)
+publish(void *arg, uint32_t slot, uint64_t desc, uint32_t nposting)
 {
 	MemTable   *mt = arg;
 
-	pmh_mirror_publish(&mt->mirror[shard], desc, nposting);
+	pmh_mirror_publish(&mt->mirror[slot], desc, nposting);
 }
 
 /* Current mapping. */
@@ -239,29 +239,30 @@ memtable_destroy(MemTable *mt)
 }
 
 /*
- * The segment a shard publishes, as readers see it (of no buckets if none);
+ * The segment the shard of a slot publishes, as readers see it (of no
+ * buckets if none);
  * waits out a publication under way.
  */
 void
-memtable_segment(MemTable *mt, uint32_t shard, PmhSegment *seg)
+memtable_segment(MemTable *mt, uint32_t slot, PmhSegment *seg)
 {
 	uint64_t	desc;
 	uint32_t	nposting;
 
-	while (!pmh_mirror_read(&mt->mirror[shard], &desc, &nposting))
+	while (!pmh_mirror_read(&mt->mirror[slot], &desc, &nposting))
 		;
-	pmh_table_segment(&mt->table, shard, desc, nposting, seg);
+	pmh_table_segment(&mt->table, slot, desc, nposting, seg);
 }
 
 /* Insert through the table layer, as the access method does; each change gets the next LSN. */
 PmhStatus
 memtable_insert(MemTable *mt, uint32_t hash, PmhTid tid)
 {
-	uint32_t	shard = pmh_shard_of(hash, mt->table.shard_bits);
+	uint32_t	slot = pmh_slot_of(hash, mt->table.shard_bits);
 	PmhSegment	seg;
 
-	memtable_segment(mt, shard, &seg);
-	return pmh_table_insert(&mt->table, &seg, &mt->counts[shard], hash, tid, ++mt->lsn,
+	memtable_segment(mt, slot, &seg);
+	return pmh_table_insert(&mt->table, &seg, &mt->counts[slot], hash, tid, ++mt->lsn,
 							PMH_INSERT_NEW, 0);
 }
 
@@ -269,11 +270,11 @@ memtable_insert(MemTable *mt, uint32_t hash, PmhTid tid)
 PmhStatus
 memtable_replay(MemTable *mt, uint32_t hash, PmhTid tid, uint64_t lsn)
 {
-	uint32_t	shard = pmh_shard_of(hash, mt->table.shard_bits);
+	uint32_t	slot = pmh_slot_of(hash, mt->table.shard_bits);
 	PmhSegment	seg;
 
-	memtable_segment(mt, shard, &seg);
-	return pmh_table_insert(&mt->table, &seg, &mt->counts[shard], hash, tid, lsn,
+	memtable_segment(mt, slot, &seg);
+	return pmh_table_insert(&mt->table, &seg, &mt->counts[slot], hash, tid, lsn,
 							PMH_INSERT_IF_ABSENT, lsn);
 }
 
@@ -326,7 +327,7 @@ memtable_lookup(MemTable *mt, uint32_t hash, PmhTid *out, int *n, int cap)
 	for (;;)
 	{
 		cs.n = cs.unverified = 0;
-		memtable_segment(mt, pmh_shard_of(hash, mt->table.shard_bits), &seg);
+		memtable_segment(mt, pmh_slot_of(hash, mt->table.shard_bits), &seg);
 		st = pmh_lookup(&seg, hash, collect, &cs);
 		if (st != PMH_BUSY)
 			break;
@@ -357,7 +358,7 @@ memtable_lookup_batch(MemTable *mt, const uint32_t *hashes, int n, PmhTid *out, 
 
 	for (int k = 0; k < n; k++)
 	{
-		memtable_segment(mt, pmh_shard_of(hashes[k], mt->table.shard_bits), &segs[k]);
+		memtable_segment(mt, pmh_slot_of(hashes[k], mt->table.shard_bits), &segs[k]);
 		cs[k] = (CollectState) {out + (size_t) k * cap, 0, cap, 0};
 		args[k] = &cs[k];
 	}
@@ -384,7 +385,7 @@ memtable_lookup_unverified(MemTable *mt, uint32_t hash)
 	CollectState cs = {NULL, 0, 0, 0};
 	PmhSegment	seg;
 
-	memtable_segment(mt, pmh_shard_of(hash, mt->table.shard_bits), &seg);
+	memtable_segment(mt, pmh_slot_of(hash, mt->table.shard_bits), &seg);
 	pmh_lookup(&seg, hash, collect, &cs);
 	return cs.unverified;
 }
@@ -505,16 +506,16 @@ memtable_crash(MemTable *mt, double evict_probability, uint64_t seed)
 	mt->crash_at = UINT64_MAX;
 }
 
-/* Attach visitor: copy a shard's descriptor, posting blocks and counts. */
+/* Attach visitor: copy a slot's descriptor, posting blocks and counts. */
 static void
-attach_visit(void *arg, uint32_t shard, uint64_t desc, uint32_t nposting,
+attach_visit(void *arg, uint32_t slot, uint64_t desc, uint32_t nposting,
 			 const PmhCounts *counts, int broken)
 {
 	(void) broken;
 	MemTable   *mt = arg;
 
-	pmh_mirror_publish(&mt->mirror[shard], desc, nposting);
-	mt->counts[shard] = *counts;
+	pmh_mirror_publish(&mt->mirror[slot], desc, nposting);
+	mt->counts[slot] = *counts;
 }
 
 /* Rebuild the volatile state from the file, as attaching an index does. */

@@ -184,7 +184,7 @@ leftover_round(int round)
 		PmhBucket  *home;
 		uint64_t	valid;
 
-		memtable_segment(mt, pmh_shard_of(hash, 1), &seg);
+		memtable_segment(mt, pmh_slot_of(hash, 1), &seg);
 		home = pmh_bucket(&seg, pmh_home_bucket(code, seg.nbuckets));
 		valid = home->commit & PMH_VALID_MASK;
 		if (valid == PMH_VALID_MASK)

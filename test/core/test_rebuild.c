@@ -271,7 +271,8 @@ test_split(void)
 		Model		m = {0};
 		uint32_t	shard = 5 + shape;
 		uint32_t	next_bit = UINT32_C(1) << (31 - bits);
-		SplitWatch	watch = {mt, shard, shard + 512, 0, 0, 0, 0};
+		uint32_t	slot = pmh_slot_shard(shard, bits);	/* even: the bystanders' */
+		SplitWatch	watch = {mt, slot, slot + 1, 0, 0, 0, 0};
 		PmhSegment	seg;
 		PmhSegment	half[2];
 		PmhCounts	counts[2];
@@ -302,15 +303,15 @@ test_split(void)
 			in_upper += pmh_shard_of(m.hash[i], bits + 1) == ((shard << 1) | 1);
 		}
 		watch.upper = in_upper > 0;
-		memtable_segment(mt, shard, &seg);
-		pmh_mirror_read(&mt->mirror[shard], &watch.old_desc, &np);
-		st = pmh_table_split(&mt->table, &seg, shard, shard + 512, ++mt->lsn, split_advance,
-							 &watch, &counts[0], &counts[1]);
+		memtable_segment(mt, slot, &seg);
+		pmh_mirror_read(&mt->mirror[slot], &watch.old_desc, &np);
+		st = pmh_table_split(&mt->table, &seg, slot, slot + 1, ++mt->lsn, split_advance, &watch,
+							 &counts[0], &counts[1]);
 		CHECK(st == PMH_OK && watch.calls == 1 && watch.in_order,
 			  "%s: split status %d, %d advances, in order %d", shapes[shape], st, watch.calls,
 			  watch.in_order);
-		slot_segment(mt, shard, shard << 1, bits + 1, &half[0]);
-		slot_segment(mt, shard + 512, (shard << 1) | 1, bits + 1, &half[1]);
+		slot_segment(mt, slot, shard << 1, bits + 1, &half[0]);
+		slot_segment(mt, slot + 1, (shard << 1) | 1, bits + 1, &half[1]);
 		CHECK(counts[0].entries + counts[1].entries == in_shard &&
 			  counts[1].entries == in_upper && (half[1].unit != 0) == (in_upper > 0),
 			  "%s: halves of %llu and %llu entries, %llu and %llu in the model", shapes[shape],
@@ -384,7 +385,7 @@ test_split(void)
 
 		for (int i = 0; i < 500; i++)
 			add(mt, &m, (UINT32_C(3) << 24) | ((uint32_t) rnd() >> 8));
-		memtable_segment(mt, 3, &seg);
+		memtable_segment(mt, pmh_slot_shard(3, 8), &seg);
 		CHECK(pmh_table_split(&mt->table, &seg, 3, 200, ++mt->lsn, split_advance, &watch,
 							  &counts[0], &counts[1]) == PMH_FULL && watch.calls == 0,
 			  "a shard of 8 bits split");

@@ -337,8 +337,8 @@ PmhStatus
 bench_insert(BenchWorker *w, uint32_t hash, PmhTid tid, uint64_t lsn)
 {
 	BenchFile  *bf = w->file;
-	uint32_t	shard = pmh_shard_of(hash, bf->shard_bits);
-	BenchShard *sh = &bf->shards[shard];
+	uint32_t	slot = pmh_slot_of(hash, bf->shard_bits);
+	BenchShard *sh = &bf->shards[slot];
 	PmhSegment	seg;
 	PmhStatus	st;
 
