@@ -66,11 +66,11 @@ ops_free_memory(void *arg pg_attribute_unused(), void *ptr)
 
 /* Table callback: show a new segment to readers. */
 static void
-ops_publish(void *arg, uint32 shard, uint64 desc, uint32 nposting)
+ops_publish(void *arg, uint32 shard, const PmhPublication *pub)
 {
 	PmhashShardState *state = &((PmhashLocal *) arg)->share->shards[shard];
 
-	pmh_mirror_publish(&state->mirror, desc, nposting);
+	pmh_mirror_publish(&state->mirror, pub);
 	state->broken = false;
 }
 
@@ -120,12 +120,12 @@ setup_table(PmhashLocal *ix)
 
 /* Attach callback: fill a shard's mirror and counters. */
 static void
-attach_visit(void *arg, uint32 shard, uint64 desc, uint32 nposting, const PmhCounts *counts,
+attach_visit(void *arg, uint32 shard, const PmhPublication *pub, const PmhCounts *counts,
 			 int broken)
 {
 	PmhashShare    *share = arg;
 
-	pmh_mirror_publish(&share->shards[shard].mirror, desc, nposting);
+	pmh_mirror_publish(&share->shards[shard].mirror, pub);
 	share->shards[shard].counts = *counts;
 	share->shards[shard].broken = broken != 0;
 }

@@ -171,18 +171,18 @@ typedef struct CompareState
 
 /* Attach callback of verification: the file must agree with shared memory. */
 static void
-compare_visit(void *arg, uint32 shard, uint64 desc, uint32 nposting, const PmhCounts *counts,
+compare_visit(void *arg, uint32 shard, const PmhPublication *pub, const PmhCounts *counts,
 			  int broken pg_attribute_unused())
 {
 	CompareState *cs = arg;
 	PmhashShardState *state = &cs->share->shards[shard];
-	uint64		mirror_desc;
-	uint32		mirror_nposting;
+	PmhPublication mirror;
 
 	if (cs->bad)
 		return;
-	pmh_mirror_read(&state->mirror, &mirror_desc, &mirror_nposting);
-	if (mirror_desc != desc || mirror_nposting != nposting)
+	pmh_mirror_read(&state->mirror, &mirror);
+	if (mirror.desc != pub->desc || mirror.nposting != pub->nposting ||
+		mirror.depth != pub->depth)
 		snprintf(cs->msg, sizeof(cs->msg),
 				 "shard %u: the descriptor in shared memory differs from the file", shard);
 	else if (state->counts.entries != counts->entries || state->counts.slots != counts->slots)

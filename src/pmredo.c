@@ -252,7 +252,8 @@ redo_rebuild(XLogReaderState *record)
 	LWLockAcquire(pmhash_shard_lock(ix->share, xlrec->shard), LW_EXCLUSIVE);
 	/* a broken shard's segment is not used: it is replaced as if absent */
 	if (state->broken)
-		pmh_table_segment(&ix->table, xlrec->shard, 0, 0, &seg);
+		pmh_table_segment(&ix->table, xlrec->shard,
+						  &(PmhPublication) {0, 0, ix->table.shard_bits}, &seg);
 	else
 		pmhash_shard_segment(ix, xlrec->shard, &seg);
 	st = pmh_table_rebuild(&ix->table, &seg, entries, xlrec->count, 1,

@@ -59,15 +59,16 @@ pmhash_check_tid(Relation index, ItemPointer tid)
  * mapping follows the file when it grows.
  */
 static void
-map_segment(PmhashLocal *ix, uint32 shard, uint64 desc, uint32 nposting, PmhSegment *seg)
+map_segment(PmhashLocal *ix, uint32 shard, const PmhPublication *pub, PmhSegment *seg)
 {
 	uint64		file_units = pg_atomic_read_u64(&ix->share->file_units);
 
 	if (ix->mapped_len < file_units * PMH_UNIT_SIZE)
 		pmhash_ensure_mapped(ix, file_units);
-	if (desc != 0)
-		pmhash_ensure_mapped(ix, pmh_desc_unit(desc) + 1 + pmh_desc_nbuckets(desc) + nposting);
-	pmh_table_segment(&ix->table, shard, desc, nposting, seg);
+	if (pub->desc != 0)
+		pmhash_ensure_mapped(ix, pmh_desc_unit(pub->desc) + 1 + pmh_desc_nbuckets(pub->desc) +
+							 pub->nposting);
+	pmh_table_segment(&ix->table, shard, pub, seg);
 }
 
 /*
@@ -77,12 +78,11 @@ map_segment(PmhashLocal *ix, uint32 shard, uint64 desc, uint32 nposting, PmhSegm
 void
 pmhash_shard_segment(PmhashLocal *ix, uint32 shard, PmhSegment *seg)
 {
-	uint64		desc;
-	uint32		nposting;
+	PmhPublication pub;
 
-	if (!pmh_mirror_read(&ix->share->shards[shard].mirror, &desc, &nposting))
+	if (!pmh_mirror_read(&ix->share->shards[shard].mirror, &pub))
 		elog(ERROR, "pmhash: shard %u was published while its lock was held", shard);
-	map_segment(ix, shard, desc, nposting, seg);
+	map_segment(ix, shard, &pub, seg);
 }
 
 /*
@@ -284,14 +284,13 @@ segment_unlocked(Relation index, PmhashLocal *ix, uint32 hash, PmhSegment *seg)
 {
 	uint32		shard = pmh_slot_of(hash, ix->table.shard_bits);
 	PmhashShardState *state = &ix->share->shards[shard];
-	uint64		desc;
-	uint32		nposting;
+	PmhPublication pub;
 
 	if (state->broken)
 		raise_broken(index, shard);
-	if (!pmh_mirror_read(&state->mirror, &desc, &nposting))
+	if (!pmh_mirror_read(&state->mirror, &pub))
 		return false;
-	map_segment(ix, shard, desc, nposting, seg);
+	map_segment(ix, shard, &pub, seg);
 	return true;
 }
 

@@ -415,7 +415,7 @@ pmhash_share_assign(const PmhashFileKey *key, uint32 shard_bits)
 	share->shards = (PmhashShardState *) (pool + unit * POOL_UNIT);
 	for (uint64 s = 0; s < nshards; s++)
 	{
-		pmh_mirror_publish(&share->shards[s].mirror, 0, 0);
+		pmh_mirror_publish(&share->shards[s].mirror, &(PmhPublication) {0, 0, shard_bits});
 		memset(&share->shards[s].counts, 0, sizeof(PmhCounts));
 		share->shards[s].removals = 0;
 		share->shards[s].broken = false;

@@ -14,11 +14,15 @@
 
 #include "pmh_core.h"
 
-/* Units taken by the descriptors of a file with 2^shard_bits shards. */
+/*
+ * Units taken by the descriptors of a file built with 2^shard_bits shards:
+ * room for twice as many slots, which splits fill (up to 2^PMH_MAX_SHARD_BITS).
+ */
 uint64_t
 pmh_descriptor_units(uint32_t shard_bits)
 {
-	uint64_t	bytes = (UINT64_C(1) << shard_bits) * sizeof(uint64_t);
+	uint32_t	room = shard_bits < PMH_MAX_SHARD_BITS ? shard_bits + 1 : shard_bits;
+	uint64_t	bytes = (UINT64_C(1) << room) * sizeof(uint64_t);
 
 	return (bytes + PMH_UNIT_SIZE - 1) / PMH_UNIT_SIZE;
 }

@@ -34,29 +34,28 @@ unit_address(const PmhTable *t, uint64_t unit)
 }
 
 /*
- * The segments that the shards of n slots publish, given their descriptors
- * and posting block counts from a mirror, in the current mapping, which is
- * read once; a descriptor of 0 (an empty shard) gives a segment of no
- * buckets.
+ * The segments that the shards of n slots publish, given their
+ * publications from a mirror, in the current mapping, which is read once;
+ * a descriptor of 0 (an empty shard) gives a segment of no buckets.
  */
 void
-pmh_table_segments(const PmhTable *t, const uint32_t *slots, const uint64_t *descs,
-				   const uint32_t *npostings, int n, PmhSegment *segs)
+pmh_table_segments(const PmhTable *t, const uint32_t *slots, const PmhPublication *pubs,
+				   int n, PmhSegment *segs)
 {
 	char	   *base = t->ops->base(t->ops->arg);
 	uint64_t	mapped = t->ops->mapped_units ? t->ops->mapped_units(t->ops->arg) : UINT64_MAX;
 
 	for (int k = 0; k < n; k++)
 	{
-		uint64_t	unit = pmh_desc_unit(descs[k]);
+		uint64_t	unit = pmh_desc_unit(pubs[k].desc);
 
 		segs[k].base = base + unit * PMH_UNIT_SIZE;
 		segs[k].unit = unit;
 		segs[k].slot = slots[k];
-		segs[k].shard = pmh_slot_shard(slots[k], t->shard_bits);
-		segs[k].shard_bits = t->shard_bits;
-		segs[k].nbuckets = unit == 0 ? 0 : pmh_desc_nbuckets(descs[k]);
-		segs[k].nposting = unit == 0 ? 0 : npostings[k];
+		segs[k].shard = pmh_slot_shard(slots[k], pubs[k].depth);
+		segs[k].shard_bits = pubs[k].depth;
+		segs[k].nbuckets = unit == 0 ? 0 : pmh_desc_nbuckets(pubs[k].desc);
+		segs[k].nposting = unit == 0 ? 0 : pubs[k].nposting;
 		segs[k].limit = mapped > unit ? mapped - unit : 0;
 		segs[k].checksum_seed = t->checksums ? t->file_generation : 0;
 	}
@@ -64,35 +63,33 @@ pmh_table_segments(const PmhTable *t, const uint32_t *slots, const uint64_t *des
 
 /* The segment the shard of a slot publishes, in the current mapping. */
 void
-pmh_table_segment(const PmhTable *t, uint32_t slot, uint64_t desc, uint32_t nposting,
-				  PmhSegment *seg)
+pmh_table_segment(const PmhTable *t, uint32_t slot, const PmhPublication *pub, PmhSegment *seg)
 {
-	pmh_table_segments(t, &slot, &desc, &nposting, 1, seg);
+	pmh_table_segments(t, &slot, pub, 1, seg);
 }
 
 /* Store a slot's descriptor in the file, make it durable, show it to readers. */
 static void
-publish(const PmhTable *t, uint32_t slot, uint64_t desc, uint32_t nposting)
+publish(const PmhTable *t, uint32_t slot, const PmhPublication *pub)
 {
 	uint64_t   *dir = (uint64_t *) unit_address(t, t->desc_unit);
 
-	pmh_store_release(&dir[slot], desc);
+	pmh_store_release(&dir[slot], pub->desc);
 	pmh_persist(t->persist, &dir[slot], sizeof(uint64_t));
-	t->ops->publish(t->ops->arg, slot, desc, nposting);
+	t->ops->publish(t->ops->arg, slot, pub);
 }
 
 /*
  * Write sorted, distinct entries with canonical hashes as a new segment of
  * shard (a top-bit prefix of depth shard_bits) in unpublished file space,
- * and persist it: its descriptor goes to *desc and its posting block count
- * to *nposting (0 and 0 for no entries), its counts to *counts.  PMH_FULL,
- * leaving all three as they were, if it is too large or the file has no
- * room.
+ * and persist it: what its slot is to publish goes to *pub (no descriptor
+ * for no entries), its counts to *counts.  PMH_FULL, leaving both as they
+ * were, if it is too large or the file has no room.
  */
 static PmhStatus
 write_segment(const PmhTable *t, const PmhEntry *sorted, uint64_t n, uint32_t shard,
 			  uint32_t shard_bits, double fill, uint64_t generation, uint64_t lsn,
-			  uint64_t *desc, uint32_t *nposting, PmhCounts *counts)
+			  PmhPublication *pub, PmhCounts *counts)
 {
 	PmhLayout	layout;
 	uint64_t	unit;
@@ -101,8 +98,9 @@ write_segment(const PmhTable *t, const PmhEntry *sorted, uint64_t n, uint32_t sh
 	if (n == 0)
 	{
 		memset(counts, 0, sizeof(*counts));
-		*desc = 0;
-		*nposting = 0;
+		pub->desc = 0;
+		pub->nposting = 0;
+		pub->depth = shard_bits;
 		return PMH_OK;
 	}
 	layout = pmh_plan_layout(sorted, n, fill);
@@ -120,8 +118,9 @@ write_segment(const PmhTable *t, const PmhEntry *sorted, uint64_t n, uint32_t sh
 	counts->slots = layout.nslots;
 	counts->unverified = layout.nunverified;
 	counts->max_lsn = lsn;
-	*desc = pmh_desc_make(unit, layout.nbuckets);
-	*nposting = layout.nposting;
+	pub->desc = pmh_desc_make(unit, layout.nbuckets);
+	pub->nposting = layout.nposting;
+	pub->depth = shard_bits;
 	return PMH_OK;
 }
 
@@ -183,8 +182,7 @@ rebuild_shard(const PmhTable *t, const PmhSegment *seg, const PmhEntry *extra,
 	uint64_t	n = 0;
 	uint64_t	room = nextra;
 	uint64_t	generation = 1;
-	uint64_t	desc;
-	uint32_t	nposting;
+	PmhPublication pub;
 
 	/* informational only: a damaged value does no harm */
 	if (seg->unit != 0)
@@ -210,13 +208,13 @@ rebuild_shard(const PmhTable *t, const PmhSegment *seg, const PmhEntry *extra,
 	n = pmh_sort_entries(work, n + nextra, scratch);
 	ops->free_memory(ops->arg, scratch);
 
-	if (write_segment(t, work, n, seg->shard, seg->shard_bits, fill, generation, lsn, &desc,
-					  &nposting, counts) != PMH_OK)
+	if (write_segment(t, work, n, seg->shard, seg->shard_bits, fill, generation, lsn, &pub,
+					  counts) != PMH_OK)
 	{
 		ops->free_memory(ops->arg, work);
 		return PMH_FULL;
 	}
-	publish(t, seg->slot, desc, nposting);
+	publish(t, seg->slot, &pub);
 
 	/*
 	 * Logged after the segment is written and published: a caller that
@@ -271,8 +269,7 @@ pmh_table_split(const PmhTable *t, const PmhSegment *seg, uint32_t low_slot,
 	uint64_t	room;
 	uint64_t	point;
 	uint64_t	generation = seg->unit ? pmh_segment_header(seg)->generation + 1 : 1;
-	uint64_t	desc[2];
-	uint32_t	nposting[2];
+	PmhPublication pub[2];
 	PmhCounts	counts[2];
 
 	if (seg->shard_bits < 9 || seg->shard_bits >= PMH_MAX_SHARD_BITS)
@@ -284,25 +281,24 @@ pmh_table_split(const PmhTable *t, const PmhSegment *seg, uint32_t low_slot,
 	ops->free_memory(ops->arg, scratch);
 	point = pmh_split_point(work, n, seg->shard_bits);
 	if (write_segment(t, work, point, seg->shard << 1, seg->shard_bits + 1,
-					  PMH_REBUILD_FILL, generation, lsn, &desc[0], &nposting[0],
-					  &counts[0]) != PMH_OK)
+					  PMH_REBUILD_FILL, generation, lsn, &pub[0], &counts[0]) != PMH_OK)
 	{
 		ops->free_memory(ops->arg, work);
 		return PMH_FULL;
 	}
 	if (write_segment(t, work + point, n - point, (seg->shard << 1) | 1,
-					  seg->shard_bits + 1, PMH_REBUILD_FILL, generation, lsn, &desc[1],
-					  &nposting[1], &counts[1]) != PMH_OK)
+					  seg->shard_bits + 1, PMH_REBUILD_FILL, generation, lsn, &pub[1],
+					  &counts[1]) != PMH_OK)
 	{
-		if (desc[0] != 0)
-			ops->free_space(ops->arg, pmh_desc_unit(desc[0]),
-							1 + (uint64_t) pmh_desc_nbuckets(desc[0]) + nposting[0]);
+		if (pub[0].desc != 0)
+			ops->free_space(ops->arg, pmh_desc_unit(pub[0].desc),
+							1 + (uint64_t) pmh_desc_nbuckets(pub[0].desc) + pub[0].nposting);
 		ops->free_memory(ops->arg, work);
 		return PMH_FULL;
 	}
-	publish(t, high_slot, desc[1], nposting[1]);
+	publish(t, high_slot, &pub[1]);
 	advance(advance_arg);
-	publish(t, low_slot, desc[0], nposting[0]);
+	publish(t, low_slot, &pub[0]);
 	if (ops->log_split)
 		ops->log_split(ops->arg, low_slot, work, n);
 	ops->free_memory(ops->arg, work);
@@ -364,12 +360,12 @@ data_unit(const PmhTable *t)
 }
 
 /*
- * Check one descriptor read from the file; NULL if it publishes a
- * sound segment, whose posting block count goes to *nposting.
+ * Check one descriptor read from the file; NULL if it publishes a sound
+ * segment, which *pub then describes.
  */
 static const char *
 check_descriptor(const PmhTable *t, uint32_t slot, uint64_t desc, uint64_t file_units,
-				 uint32_t *nposting, char *msg, size_t msglen)
+				 PmhPublication *pub, char *msg, size_t msglen)
 {
 	uint64_t	unit = pmh_desc_unit(desc);
 	uint32_t	nbuckets = pmh_desc_nbuckets(desc);
@@ -392,7 +388,9 @@ check_descriptor(const PmhTable *t, uint32_t slot, uint64_t desc, uint64_t file_
 				 (unsigned long long) unit);
 		return msg;
 	}
-	*nposting = hdr.nposting;
+	pub->desc = desc;
+	pub->nposting = hdr.nposting;
+	pub->depth = hdr.shard_bits;
 	return NULL;
 }
 
@@ -407,7 +405,7 @@ check_descriptor(const PmhTable *t, uint32_t slot, uint64_t desc, uint64_t file_
  */
 const char *
 pmh_table_attach(const PmhTable *t, uint64_t file_units, PmhFreeMap *map, int lenient,
-				 void (*visit) (void *arg, uint32_t shard, uint64_t desc, uint32_t nposting,
+				 void (*visit) (void *arg, uint32_t slot, const PmhPublication *pub,
 								const PmhCounts *counts, int broken),
 				 void *arg, char *msg, size_t msglen)
 {
@@ -424,22 +422,22 @@ pmh_table_attach(const PmhTable *t, uint64_t file_units, PmhFreeMap *map, int le
 	for (uint32_t s = 0; s < nshards && err == NULL; s++)
 	{
 		uint64_t	desc = __atomic_load_n(&dir[s], __ATOMIC_ACQUIRE);
-		uint32_t	nposting = 0;
+		PmhPublication pub = {0, 0, t->shard_bits};
 		PmhCounts	counts;
 		PmhSegment	seg;
 
 		memset(&counts, 0, sizeof(counts));
 		if (desc != 0)
 		{
-			if (check_descriptor(t, s, desc, file_units, &nposting, msg, msglen))
+			if (check_descriptor(t, s, desc, file_units, &pub, msg, msglen))
 			{
 				if (!lenient)
 					err = msg;
 				else
-					visit(arg, s, 0, 0, &none, 1);
+					visit(arg, s, &pub, &none, 1);
 				continue;
 			}
-			pmh_table_segment(t, s, desc, nposting, &seg);
+			pmh_table_segment(t, s, &pub, &seg);
 			pmh_segment_count(&seg, &counts);
 			segs[nsegs].unit = seg.unit;
 			segs[nsegs].count = 1 + (uint64_t) seg.nbuckets + seg.nposting;
@@ -447,7 +445,7 @@ pmh_table_attach(const PmhTable *t, uint64_t file_units, PmhFreeMap *map, int le
 			segs[nsegs].count |= (uint64_t) s << 40;
 			nsegs++;
 		}
-		visit(arg, s, desc, nposting, &counts, 0);
+		visit(arg, s, &pub, &counts, 0);
 	}
 	if (err == NULL)
 	{
@@ -457,6 +455,7 @@ pmh_table_attach(const PmhTable *t, uint64_t file_units, PmhFreeMap *map, int le
 		{
 			uint64_t	count = segs[i].count & ((UINT64_C(1) << 40) - 1);
 			uint32_t	shard = (uint32_t) (segs[i].count >> 40);
+			PmhPublication empty = {0, 0, t->shard_bits};
 
 			if (segs[i].unit < next)
 			{
@@ -466,7 +465,7 @@ pmh_table_attach(const PmhTable *t, uint64_t file_units, PmhFreeMap *map, int le
 					err = msg;
 					break;
 				}
-				visit(arg, shard, 0, 0, &none, 1);
+				visit(arg, shard, &empty, &none, 1);
 				continue;
 			}
 			pmh_freemap_release(map, next, segs[i].unit - next);
@@ -526,13 +525,12 @@ pmh_file_flag_unverified(char *base, uint64_t file_units, uint64_t after_lsn,
 	for (uint32_t s = 0; s < (UINT32_C(1) << t.shard_bits); s++)
 	{
 		uint64_t	desc = dir[s];
-		uint32_t	nposting;
+		PmhPublication pub;
 		PmhSegment	seg;
 
-		if (desc == 0 ||
-			check_descriptor(&t, s, desc, file_units, &nposting, msg, sizeof(msg)))
+		if (desc == 0 || check_descriptor(&t, s, desc, file_units, &pub, msg, sizeof(msg)))
 			continue;
-		pmh_table_segment(&t, s, desc, nposting, &seg);
+		pmh_table_segment(&t, s, &pub, &seg);
 		flagged += pmh_flag_unverified(&seg, after_lsn, persist);
 	}
 	return flagged;

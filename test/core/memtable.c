@@ -137,11 +137,11 @@ space_free(void *arg, uint64_t unit, uint64_t units)
 
 /* Show a segment to readers. */
 static void
-publish(void *arg, uint32_t slot, uint64_t desc, uint32_t nposting)
+publish(void *arg, uint32_t slot, const PmhPublication *pub)
 {
 	MemTable   *mt = arg;
 
-	pmh_mirror_publish(&mt->mirror[slot], desc, nposting);
+	pmh_mirror_publish(&mt->mirror[slot], pub);
 }
 
 /* Current mapping. */
@@ -172,8 +172,11 @@ memtable_create(uint32_t shard_bits, uint64_t units, int shim)
 	mt->shim = shim;
 	mt->crash_at = UINT64_MAX;
 	mt->busy_patience_ns = 1000 * 1000;
-	mt->mirror = calloc(nshards, sizeof(PmhShardMirror));
-	mt->counts = calloc(nshards, sizeof(PmhCounts));
+	/* room for the slots that splits add */
+	mt->mirror = calloc(2 * nshards, sizeof(PmhShardMirror));
+	for (uint32_t s = 0; s < 2 * nshards; s++)
+		pmh_mirror_publish(&mt->mirror[s], &(PmhPublication) {0, 0, shard_bits});
+	mt->counts = calloc(2 * nshards, sizeof(PmhCounts));
 	mt->extents = calloc(nshards + 64, sizeof(PmhExtent));
 	pmh_freemap_init(&mt->freemap, mt->extents, nshards + 64);
 	mt->ops = (PmhTableOps) {mem_alloc, mem_free, space_alloc, space_free, publish, base,
@@ -246,12 +249,11 @@ memtable_destroy(MemTable *mt)
 void
 memtable_segment(MemTable *mt, uint32_t slot, PmhSegment *seg)
 {
-	uint64_t	desc;
-	uint32_t	nposting;
+	PmhPublication pub;
 
-	while (!pmh_mirror_read(&mt->mirror[slot], &desc, &nposting))
+	while (!pmh_mirror_read(&mt->mirror[slot], &pub))
 		;
-	pmh_table_segment(&mt->table, slot, desc, nposting, seg);
+	pmh_table_segment(&mt->table, slot, &pub, seg);
 }
 
 /* Insert through the table layer, as the access method does; each change gets the next LSN. */
@@ -506,15 +508,15 @@ memtable_crash(MemTable *mt, double evict_probability, uint64_t seed)
 	mt->crash_at = UINT64_MAX;
 }
 
-/* Attach visitor: copy a slot's descriptor, posting blocks and counts. */
+/* Attach visitor: copy a slot's publication and counts. */
 static void
-attach_visit(void *arg, uint32_t slot, uint64_t desc, uint32_t nposting,
-			 const PmhCounts *counts, int broken)
+attach_visit(void *arg, uint32_t slot, const PmhPublication *pub, const PmhCounts *counts,
+			 int broken)
 {
 	(void) broken;
 	MemTable   *mt = arg;
 
-	pmh_mirror_publish(&mt->mirror[slot], desc, nposting);
+	pmh_mirror_publish(&mt->mirror[slot], pub);
 	mt->counts[slot] = *counts;
 }
 

@@ -203,6 +203,7 @@ typedef struct SplitWatch
 	uint32_t	low_slot;
 	uint32_t	high_slot;
 	uint64_t	old_desc;		/* the low slot's descriptor before the split */
+	uint32_t	depth;			/* the shard's depth before the split */
 	int			upper;			/* whether the upper half has entries */
 	int			calls;
 	int			in_order;		/* the upper half was out, the old segment still in */
@@ -213,14 +214,14 @@ static void
 split_advance(void *arg)
 {
 	SplitWatch *w = arg;
-	uint64_t	low;
-	uint64_t	high;
-	uint32_t	nposting;
+	PmhPublication low;
+	PmhPublication high;
 
-	pmh_mirror_read(&w->mt->mirror[w->low_slot], &low, &nposting);
-	pmh_mirror_read(&w->mt->mirror[w->high_slot], &high, &nposting);
+	pmh_mirror_read(&w->mt->mirror[w->low_slot], &low);
+	pmh_mirror_read(&w->mt->mirror[w->high_slot], &high);
 	w->calls++;
-	w->in_order = low == w->old_desc && (high != 0) == w->upper;
+	w->in_order = low.desc == w->old_desc && (high.desc != 0) == w->upper &&
+		high.depth == w->depth + 1 && low.depth == w->depth;
 }
 
 /* TIDs a lookup delivers. */
@@ -241,13 +242,14 @@ list_tids(void *arg, const PmhTid *tids, int count, uint64_t unverified)
 		l->tids[l->n++] = tids[i];
 }
 
-/* The segment a slot of a table publishes, as the shard of that prefix and depth. */
+/* The segment a slot of a table publishes, which must be of that shard and depth. */
 static void
 slot_segment(MemTable *mt, uint32_t slot, uint32_t shard, uint32_t depth, PmhSegment *seg)
 {
 	memtable_segment(mt, slot, seg);
-	seg->shard = shard;
-	seg->shard_bits = depth;
+	CHECK(seg->shard == shard && seg->shard_bits == depth,
+		  "slot %u publishes shard %u of depth %u, not %u of depth %u", slot, seg->shard,
+		  seg->shard_bits, shard, depth);
 }
 
 /*
@@ -271,14 +273,15 @@ test_split(void)
 		Model		m = {0};
 		uint32_t	shard = 5 + shape;
 		uint32_t	next_bit = UINT32_C(1) << (31 - bits);
-		uint32_t	slot = pmh_slot_shard(shard, bits);	/* even: the bystanders' */
-		SplitWatch	watch = {mt, slot, slot + 1, 0, 0, 0, 0};
+		uint32_t	slot = pmh_slot_shard(shard, bits);
+		uint32_t	high_slot = slot + (UINT32_C(1) << bits);
+		SplitWatch	watch = {mt, slot, high_slot, 0, bits, 0, 0, 0};
 		PmhSegment	seg;
 		PmhSegment	half[2];
 		PmhCounts	counts[2];
 		uint64_t	in_shard = 0;
 		uint64_t	in_upper = 0;
-		uint32_t	np;
+		PmhPublication before;
 		PmhStatus	st;
 
 		for (int i = 0; i < 3000; i++)
@@ -304,14 +307,15 @@ test_split(void)
 		}
 		watch.upper = in_upper > 0;
 		memtable_segment(mt, slot, &seg);
-		pmh_mirror_read(&mt->mirror[slot], &watch.old_desc, &np);
-		st = pmh_table_split(&mt->table, &seg, slot, slot + 1, ++mt->lsn, split_advance, &watch,
-							 &counts[0], &counts[1]);
+		pmh_mirror_read(&mt->mirror[slot], &before);
+		watch.old_desc = before.desc;
+		st = pmh_table_split(&mt->table, &seg, slot, high_slot, ++mt->lsn, split_advance,
+							 &watch, &counts[0], &counts[1]);
 		CHECK(st == PMH_OK && watch.calls == 1 && watch.in_order,
 			  "%s: split status %d, %d advances, in order %d", shapes[shape], st, watch.calls,
 			  watch.in_order);
 		slot_segment(mt, slot, shard << 1, bits + 1, &half[0]);
-		slot_segment(mt, slot + 1, (shard << 1) | 1, bits + 1, &half[1]);
+		slot_segment(mt, high_slot, (shard << 1) | 1, bits + 1, &half[1]);
 		CHECK(counts[0].entries + counts[1].entries == in_shard &&
 			  counts[1].entries == in_upper && (half[1].unit != 0) == (in_upper > 0),
 			  "%s: halves of %llu and %llu entries, %llu and %llu in the model", shapes[shape],
@@ -381,7 +385,7 @@ test_split(void)
 		Model		m = {0};
 		PmhSegment	seg;
 		PmhCounts	counts[2];
-		SplitWatch	watch = {mt, 3, 200, 0, 1, 0, 0};
+		SplitWatch	watch = {mt, 3, 200, 0, 8, 1, 0, 0};
 
 		for (int i = 0; i < 500; i++)
 			add(mt, &m, (UINT32_C(3) << 24) | ((uint32_t) rnd() >> 8));

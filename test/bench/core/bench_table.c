@@ -112,11 +112,11 @@ ops_free_space(void *arg, uint64_t unit, uint64_t units)
 
 /* Table callback: show a new segment to readers. */
 static void
-ops_publish(void *arg, uint32_t shard, uint64_t desc, uint32_t nposting)
+ops_publish(void *arg, uint32_t slot, const PmhPublication *pub)
 {
 	BenchFile  *bf = arg;
 
-	pmh_mirror_publish(&bf->mirror[shard], desc, nposting);
+	pmh_mirror_publish(&bf->mirror[slot], pub);
 }
 
 /* Table callback: the mapping. */
@@ -190,6 +190,8 @@ bench_file_reset(BenchFile *bf, uint32_t shard_bits)
 	free(bf->extents);
 	bf->shard_bits = shard_bits;
 	bf->mirror = calloc(nshards, sizeof(PmhShardMirror));
+	for (uint32_t s = 0; s < nshards; s++)
+		pmh_mirror_publish(&bf->mirror[s], &(PmhPublication) {0, 0, shard_bits});
 	bf->shards = aligned_alloc(64, nshards * sizeof(BenchShard));
 	memset(bf->shards, 0, nshards * sizeof(BenchShard));
 	for (uint32_t s = 0; s < nshards; s++)
@@ -367,7 +369,8 @@ bench_verify(BenchFile *bf, uint64_t *live)
 		return err;
 	for (uint32_t s = 0; s < nshards; s++)
 	{
-		uint64_t	desc = bf->mirror[s].desc;
+		PmhPublication pub;
+		uint64_t	desc = pmh_mirror_read(&bf->mirror[s], &pub) ? pub.desc : UINT64_MAX;
 		uint64_t   *dir = (uint64_t *) (bf->base + PMH_HEADER_UNITS * PMH_UNIT_SIZE);
 		PmhSegment	seg;
 		PmhCounts	counts;
@@ -382,8 +385,7 @@ bench_verify(BenchFile *bf, uint64_t *live)
 		}
 		if (desc == 0)
 			continue;
-		pmh_table_segment(&t, s, desc, (uint32_t) (bf->mirror[s].extent >> PMH_DESC_UNIT_BITS),
-						  &seg);
+		pmh_table_segment(&t, s, &pub, &seg);
 		pmh_segment_count(&seg, &counts);
 		if (counts.entries != bf->shards[s].counts.entries ||
 			counts.slots != bf->shards[s].counts.slots)
