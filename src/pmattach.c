@@ -108,7 +108,8 @@ setup_table(PmhashLocal *ix)
 {
 	ix->durable = ix->share->durable;
 	ix->ops = (PmhTableOps) {ops_alloc_memory, ops_free_memory, pmhash_space_alloc,
-		pmhash_space_free, ops_publish, ops_base, ops_mapped_units, ops_log_rebuild, NULL, ix};
+		pmhash_space_free, ops_publish, NULL, ops_base, ops_mapped_units, ops_log_rebuild, NULL,
+	ix};
 	ix->persist = ix->deferred ? (PmhPersist) {NULL, NULL, NULL, NULL, ix} : pmhash_normal_persist(ix);
 	ix->table.ops = &ix->ops;
 	ix->table.persist = &ix->persist;
@@ -343,14 +344,15 @@ attach(Relation index, PmhashLocal *ix)
 
 	share = pmhash_share_assign(&ix->key, hdr.shard_bits);
 	share->build_generation = hdr.build_generation;
+	pg_atomic_write_u64(&share->shard_map, hdr.shard_map);
 	share->checksums = (hdr.flags & PMH_FILE_CHECKSUMS) != 0;
 	share->durable = ix->key.backend == INVALID_PROC_NUMBER;
 	strlcpy(share->path, path, MAXPGPATH);
 	pg_atomic_write_u64(&share->file_units, ix->mapped_len / PMH_UNIT_SIZE);
 	ix->share = share;
 	setup_table(ix);
-	err = pmh_table_attach(&ix->table, ix->mapped_len / PMH_UNIT_SIZE, &share->freemap,
-						   lenient, attach_visit, share, msg, sizeof(msg));
+	err = pmh_table_attach(&ix->table, hdr.shard_map, ix->mapped_len / PMH_UNIT_SIZE,
+						   &share->freemap, lenient, attach_visit, share, msg, sizeof(msg));
 	if (err)
 	{
 		pmhash_share_release(share);

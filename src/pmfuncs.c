@@ -228,7 +228,8 @@ PG_FUNCTION_INFO_V1(pmhash_verify);
 static const char *
 verify_file(PmhashLocal *ix, uint64 file_units, char *msg, size_t msglen)
 {
-	uint32		nshards = UINT32_C(1) << ix->table.shard_bits;
+	uint64		shard_map = pg_atomic_read_u64(&ix->share->shard_map);
+	uint32		nshards = pmh_map_slots(shard_map);
 	PmhFreeMap	truth;
 	PmhFreeMap	retired;
 	CompareState cs;
@@ -237,7 +238,8 @@ verify_file(PmhashLocal *ix, uint64 file_units, char *msg, size_t msglen)
 	memset(&cs, 0, sizeof(cs));
 	cs.share = ix->share;
 	pmh_freemap_init(&truth, palloc((nshards + 1) * sizeof(PmhExtent)), nshards + 1);
-	err = pmh_table_attach(&ix->table, file_units, &truth, 0, compare_visit, &cs, msg, msglen);
+	err = pmh_table_attach(&ix->table, shard_map, file_units, &truth, 0, compare_visit, &cs, msg,
+						   msglen);
 	if (err == NULL && cs.bad)
 	{
 		strlcpy(msg, cs.msg, msglen);

@@ -116,6 +116,7 @@ typedef struct PmhashShare
 	PmhashShareState state;
 	uint64		build_generation;
 	uint32		shard_bits;
+	pg_atomic_uint64 shard_map;	/* level, split pointer, descriptor unit */
 	bool		checksums;		/* buckets and posting blocks carry checksums */
 	bool		durable;		/* false for temporary indexes */
 	uint64		last_use;		/* attach clock, for eviction */

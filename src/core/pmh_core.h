@@ -219,7 +219,7 @@ typedef struct PmhFreeMap
  * alloc_space returns the first unit of free file space (growing the file,
  * which may move the mapping) or 0 on failure; free_space takes back a
  * segment once no reader can see it; publish shows a new descriptor to
- * readers; base and mapped_units describe the current mapping; log_rebuild,
+ * readers, publish_map a new shard map (pmh_table_split); base and mapped_units describe the current mapping; log_rebuild,
  * if set, writes the full content of a rebuilt shard to the WAL, after the
  * shard is published, and log_split that of a split shard, after both
  * halves are.
@@ -230,7 +230,8 @@ typedef struct PmhTableOps
 	void		(*free_memory) (void *arg, void *ptr);
 	uint64_t	(*alloc_space) (void *arg, uint64_t units);
 	void		(*free_space) (void *arg, uint64_t unit, uint64_t units);
-	void		(*publish) (void *arg, uint32_t slot, const PmhPublication *p);
+	void		(*publish) (void *arg, uint32_t slot, const PmhPublication *pub);
+	void		(*publish_map) (void *arg, uint64_t map);
 	char	   *(*base) (void *arg);
 	uint64_t	(*mapped_units) (void *arg);
 	void		(*log_rebuild) (void *arg, uint32_t shard, const PmhEntry *entries,
@@ -330,6 +331,7 @@ extern int	pmh_match_use(const char *name);
 
 /* pmh_file.c */
 extern uint64_t pmh_descriptor_units(uint32_t shard_bits);
+extern int	pmh_map_fits(uint64_t map, uint32_t shard_bits, uint64_t desc_unit);
 extern void pmh_header_init(PmhFileHeader *hdr, uint32_t spc_oid, uint32_t db_oid,
 							uint32_t rel_node, int32_t backend, uint64_t build_generation,
 							uint32_t shard_bits, uint32_t flags);
@@ -388,14 +390,13 @@ extern void pmh_table_segments(const PmhTable *t, const uint32_t *slots,
 extern PmhStatus pmh_table_rebuild(const PmhTable *t, const PmhSegment *seg,
 								   const PmhEntry *extra, uint64_t nextra, int replace,
 								   double fill, uint64_t lsn, PmhCounts *counts);
-extern PmhStatus pmh_table_split(const PmhTable *t, const PmhSegment *seg, uint32_t low_slot,
-								 uint32_t high_slot, uint64_t lsn, void (*advance) (void *arg),
-								 void *advance_arg, PmhCounts *low, PmhCounts *high);
+extern PmhStatus pmh_table_split(const PmhTable *t, const PmhSegment *seg, uint64_t map,
+								 uint64_t lsn, PmhCounts *low, PmhCounts *high);
 extern PmhStatus pmh_table_insert(const PmhTable *t, const PmhSegment *seg,
 								  PmhCounts *counts, uint32_t hash, PmhTid tid,
 								  uint64_t lsn, PmhInsertMode mode, uint64_t since);
-extern const char *pmh_table_attach(const PmhTable *t, uint64_t file_units, PmhFreeMap *map,
-									int lenient,
+extern const char *pmh_table_attach(const PmhTable *t, uint64_t shard_map, uint64_t file_units,
+									PmhFreeMap *map, int lenient,
 									void (*visit) (void *arg, uint32_t slot,
 												   const PmhPublication *pub,
 												   const PmhCounts *counts, int broken),

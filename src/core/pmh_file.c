@@ -14,15 +14,11 @@
 
 #include "pmh_core.h"
 
-/*
- * Units taken by the descriptors of a file built with 2^shard_bits shards:
- * room for twice as many slots, which splits fill (up to 2^PMH_MAX_SHARD_BITS).
- */
+/* Units taken by the descriptors of a file built with 2^shard_bits shards. */
 uint64_t
 pmh_descriptor_units(uint32_t shard_bits)
 {
-	uint32_t	room = shard_bits < PMH_MAX_SHARD_BITS ? shard_bits + 1 : shard_bits;
-	uint64_t	bytes = (UINT64_C(1) << room) * sizeof(uint64_t);
+	uint64_t	bytes = (uint64_t) pmh_slot_room(shard_bits) * sizeof(uint64_t);
 
 	return (bytes + PMH_UNIT_SIZE - 1) / PMH_UNIT_SIZE;
 }
@@ -53,6 +49,22 @@ pmh_header_init(PmhFileHeader *hdr, uint32_t spc_oid, uint32_t db_oid,
 	hdr->shard_map = pmh_map_make(shard_bits, 0, hdr->desc_unit);
 }
 
+/*
+ * Whether a map word can belong to a file built with 2^shard_bits shards
+ * whose descriptors start at desc_unit: its level is that or one more, and
+ * every slot it has fits in the descriptors.
+ */
+int
+pmh_map_fits(uint64_t map, uint32_t shard_bits, uint64_t desc_unit)
+{
+	uint32_t	level = pmh_map_level(map);
+
+	return pmh_map_desc_unit(map) == desc_unit &&
+		(level == shard_bits || level == shard_bits + 1) &&
+		pmh_map_split(map) < (UINT32_C(1) << level) &&
+		pmh_map_slots(map) <= pmh_slot_room(shard_bits);
+}
+
 /* Checksum of the immutable part of the file header. */
 uint32_t
 pmh_header_checksum(const PmhFileHeader *hdr)
@@ -77,9 +89,10 @@ pmh_header_check(const PmhFileHeader *hdr, uint64_t file_units)
 	if (hdr->header_units != PMH_HEADER_UNITS ||
 		hdr->shard_bits > PMH_MAX_SHARD_BITS ||
 		hdr->desc_unit != PMH_HEADER_UNITS ||
-		hdr->data_unit != PMH_HEADER_UNITS + pmh_descriptor_units(hdr->shard_bits) ||
-		hdr->shard_map != pmh_map_make(hdr->shard_bits, 0, hdr->desc_unit))
+		hdr->data_unit != PMH_HEADER_UNITS + pmh_descriptor_units(hdr->shard_bits))
 		return "file header geometry is invalid";
+	if (!pmh_map_fits(hdr->shard_map, hdr->shard_bits, hdr->desc_unit))
+		return "file header's shard map is invalid";
 	if (file_units < hdr->data_unit)
 		return "file is shorter than its descriptors";
 	return NULL;

@@ -273,6 +273,37 @@ pmh_reverse_bits(uint32_t x)
 	return __builtin_bswap32(x);
 }
 
+/* Depth of the shard of a slot below pmh_map_slots(map). */
+static inline uint32_t
+pmh_map_depth(uint64_t map, uint32_t slot)
+{
+	uint32_t	level = pmh_map_level(map);
+
+	return slot < pmh_map_split(map) || slot >= (UINT32_C(1) << level) ? level + 1 : level;
+}
+
+/* The map word after the split of its split pointer's slot. */
+static inline uint64_t
+pmh_map_next(uint64_t map)
+{
+	uint32_t	level = pmh_map_level(map);
+	uint32_t	split = pmh_map_split(map) + 1;
+
+	if (split == (UINT32_C(1) << level))
+		return pmh_map_make(level + 1, 0, pmh_map_desc_unit(map));
+	return pmh_map_make(level, split, pmh_map_desc_unit(map));
+}
+
+/*
+ * Descriptor slots a file built with 2^shard_bits shards has room for:
+ * twice as many, which splits fill, up to 2^PMH_MAX_SHARD_BITS.
+ */
+static inline uint32_t
+pmh_slot_room(uint32_t shard_bits)
+{
+	return UINT32_C(1) << (shard_bits < PMH_MAX_SHARD_BITS ? shard_bits + 1 : shard_bits);
+}
+
 /* Slot of a hash among 2^shard_bits shards of one depth (split pointer 0). */
 static inline uint32_t
 pmh_slot_of(uint32_t hash, uint32_t shard_bits)

@@ -245,24 +245,28 @@ pmh_table_rebuild(const PmhTable *t, const PmhSegment *seg, const PmhEntry *extr
 }
 
 /*
- * Split a shard of depth 9 or more (seg, published at low_slot) into its
- * halves one bit deeper: the keys whose next hash bit is 0 stay at
- * low_slot, those whose next bit is 1 go to high_slot, which must be
- * empty.  Both halves are written into unpublished space and made durable;
- * then the upper half is published at high_slot, where no reader looks
- * yet; then advance (the caller's) shows readers the map that sends the
- * upper keys there; then the lower half replaces the old segment.  Until
- * then the old segment still answers for both halves, and no writer can
- * change the shard (the caller holds the locks of both slots).  The
- * shard's entries are logged through log_split, and the old segment is
- * handed back.  The halves' counts go to low and high.
+ * Split the shard at a map word's split pointer (seg, of depth 9 or more):
+ * the keys whose next hash bit is 0 stay in its slot p, those whose next
+ * bit is 1 go to slot p + 2^level, both one bit deeper.  Both halves are
+ * written into unpublished space and made durable; then the upper half is
+ * published, where no reader looks yet; then the file's map word moves on
+ * (made durable, and shown to readers through publish_map), which sends
+ * the upper keys there; then the lower half replaces the old segment.
+ * Until then the old segment still answers for the lower keys, and no
+ * writer can change the shard (the caller holds the locks of both slots).
+ * The shard's entries are logged through log_split, and the old segment is
+ * handed back.  The halves' counts go to low and high.  PMH_FULL if the
+ * shard cannot split (fewer than 9 bits, or no room for another slot).
  */
 PmhStatus
-pmh_table_split(const PmhTable *t, const PmhSegment *seg, uint32_t low_slot,
-				uint32_t high_slot, uint64_t lsn, void (*advance) (void *arg),
-				void *advance_arg, PmhCounts *low, PmhCounts *high)
+pmh_table_split(const PmhTable *t, const PmhSegment *seg, uint64_t map, uint64_t lsn,
+				PmhCounts *low, PmhCounts *high)
 {
 	const PmhTableOps *ops = t->ops;
+	uint32_t	level = pmh_map_level(map);
+	uint32_t	high_slot = pmh_map_split(map) + (UINT32_C(1) << level);
+	uint64_t	next = pmh_map_next(map);
+	uint64_t   *file_map;
 	PmhEntry   *work;
 	PmhEntry   *scratch;
 	uint64_t	n;
@@ -272,23 +276,23 @@ pmh_table_split(const PmhTable *t, const PmhSegment *seg, uint32_t low_slot,
 	PmhPublication pub[2];
 	PmhCounts	counts[2];
 
-	if (seg->shard_bits < 9 || seg->shard_bits >= PMH_MAX_SHARD_BITS)
+	if (level < 9 || level >= PMH_MAX_SHARD_BITS || seg->slot != pmh_map_split(map) ||
+		seg->shard_bits != level || high_slot >= pmh_slot_room(t->shard_bits))
 		return PMH_FULL;
 	if ((work = collect_segment(t, seg, 0, 0, &lsn, &n, &room)) == NULL)
 		return PMH_CORRUPT;
 	scratch = ops->alloc_memory(ops->arg, (room ? room : 1) * sizeof(PmhEntry));
 	n = pmh_sort_entries(work, n, scratch);
 	ops->free_memory(ops->arg, scratch);
-	point = pmh_split_point(work, n, seg->shard_bits);
-	if (write_segment(t, work, point, seg->shard << 1, seg->shard_bits + 1,
-					  PMH_REBUILD_FILL, generation, lsn, &pub[0], &counts[0]) != PMH_OK)
+	point = pmh_split_point(work, n, level);
+	if (write_segment(t, work, point, seg->shard << 1, level + 1, PMH_REBUILD_FILL, generation,
+					  lsn, &pub[0], &counts[0]) != PMH_OK)
 	{
 		ops->free_memory(ops->arg, work);
 		return PMH_FULL;
 	}
-	if (write_segment(t, work + point, n - point, (seg->shard << 1) | 1,
-					  seg->shard_bits + 1, PMH_REBUILD_FILL, generation, lsn, &pub[1],
-					  &counts[1]) != PMH_OK)
+	if (write_segment(t, work + point, n - point, (seg->shard << 1) | 1, level + 1,
+					  PMH_REBUILD_FILL, generation, lsn, &pub[1], &counts[1]) != PMH_OK)
 	{
 		if (pub[0].desc != 0)
 			ops->free_space(ops->arg, pmh_desc_unit(pub[0].desc),
@@ -297,10 +301,14 @@ pmh_table_split(const PmhTable *t, const PmhSegment *seg, uint32_t low_slot,
 		return PMH_FULL;
 	}
 	publish(t, high_slot, &pub[1]);
-	advance(advance_arg);
-	publish(t, low_slot, &pub[0]);
+	/* after the writes: allocating space may have moved the mapping */
+	file_map = &((PmhFileHeader *) unit_address(t, 0))->shard_map;
+	pmh_store_release(file_map, next);
+	pmh_persist(t->persist, file_map, sizeof(uint64_t));
+	ops->publish_map(ops->arg, next);
+	publish(t, seg->slot, &pub[0]);
 	if (ops->log_split)
-		ops->log_split(ops->arg, low_slot, work, n);
+		ops->log_split(ops->arg, seg->slot, work, n);
 	ops->free_memory(ops->arg, work);
 	if (seg->unit != 0)
 		ops->free_space(ops->arg, seg->unit, 1 + (uint64_t) seg->nbuckets + seg->nposting);
@@ -360,12 +368,12 @@ data_unit(const PmhTable *t)
 }
 
 /*
- * Check one descriptor read from the file; NULL if it publishes a sound
- * segment, which *pub then describes.
+ * Check one descriptor read from the file for a shard of the given depth;
+ * NULL if it publishes a sound segment, which *pub then describes.
  */
 static const char *
-check_descriptor(const PmhTable *t, uint32_t slot, uint64_t desc, uint64_t file_units,
-				 PmhPublication *pub, char *msg, size_t msglen)
+check_descriptor(const PmhTable *t, uint32_t slot, uint32_t depth, uint64_t desc,
+				 uint64_t file_units, PmhPublication *pub, char *msg, size_t msglen)
 {
 	uint64_t	unit = pmh_desc_unit(desc);
 	uint32_t	nbuckets = pmh_desc_nbuckets(desc);
@@ -379,7 +387,7 @@ check_descriptor(const PmhTable *t, uint32_t slot, uint64_t desc, uint64_t file_
 	/* a private copy: what is checked is what is used */
 	memcpy(&hdr, unit_address(t, unit), sizeof(hdr));
 	if (hdr.magic != PMH_SEGMENT_MAGIC || hdr.checksum != pmh_segment_checksum(&hdr) ||
-		hdr.shard != pmh_slot_shard(slot, t->shard_bits) || hdr.shard_bits != t->shard_bits ||
+		hdr.shard != pmh_slot_shard(slot, depth) || hdr.shard_bits != depth ||
 		hdr.nbuckets != nbuckets ||
 		hdr.file_generation != t->file_generation || hdr.nposting > PMH_MAX_SEGMENT_POSTING ||
 		unit + 1 + (uint64_t) nbuckets + hdr.nposting > file_units)
@@ -395,23 +403,25 @@ check_descriptor(const PmhTable *t, uint32_t slot, uint64_t desc, uint64_t file_
 }
 
 /*
- * Rebuild the volatile state of a file from its descriptors: report every
- * shard's descriptor, posting block count and counts to visit, and fill the
- * free map with the gaps between published segments.  NULL on success, else
+ * Rebuild the volatile state of a file from its descriptors and its shard
+ * map (as read from its checked header): report every slot's publication
+ * and counts to visit, and fill the free map with the gaps between
+ * published segments.  NULL on success, else
  * msg describing the first damage.  When lenient (during recovery, where a
  * base backup may have copied a shard mid-rebuild and replay will replace
  * it), a shard whose segment fails validation is reported broken and left
  * out instead.  The table's geometry must come from a checked file header.
  */
 const char *
-pmh_table_attach(const PmhTable *t, uint64_t file_units, PmhFreeMap *map, int lenient,
+pmh_table_attach(const PmhTable *t, uint64_t shard_map, uint64_t file_units, PmhFreeMap *map,
+				 int lenient,
 				 void (*visit) (void *arg, uint32_t slot, const PmhPublication *pub,
 								const PmhCounts *counts, int broken),
 				 void *arg, char *msg, size_t msglen)
 {
 	const PmhTableOps *ops = t->ops;
 	const uint64_t *dir = (const uint64_t *) unit_address(t, t->desc_unit);
-	uint32_t	nshards = UINT32_C(1) << t->shard_bits;
+	uint32_t	nshards = pmh_map_slots(shard_map);
 	PmhExtent  *segs = ops->alloc_memory(ops->arg, nshards * sizeof(PmhExtent));
 	uint32_t	nsegs = 0;
 	uint64_t	next = data_unit(t);
@@ -422,14 +432,15 @@ pmh_table_attach(const PmhTable *t, uint64_t file_units, PmhFreeMap *map, int le
 	for (uint32_t s = 0; s < nshards && err == NULL; s++)
 	{
 		uint64_t	desc = __atomic_load_n(&dir[s], __ATOMIC_ACQUIRE);
-		PmhPublication pub = {0, 0, t->shard_bits};
+		uint32_t	depth = pmh_map_depth(shard_map, s);
+		PmhPublication pub = {0, 0, depth};
 		PmhCounts	counts;
 		PmhSegment	seg;
 
 		memset(&counts, 0, sizeof(counts));
 		if (desc != 0)
 		{
-			if (check_descriptor(t, s, desc, file_units, &pub, msg, msglen))
+			if (check_descriptor(t, s, depth, desc, file_units, &pub, msg, msglen))
 			{
 				if (!lenient)
 					err = msg;
@@ -455,7 +466,7 @@ pmh_table_attach(const PmhTable *t, uint64_t file_units, PmhFreeMap *map, int le
 		{
 			uint64_t	count = segs[i].count & ((UINT64_C(1) << 40) - 1);
 			uint32_t	shard = (uint32_t) (segs[i].count >> 40);
-			PmhPublication empty = {0, 0, t->shard_bits};
+			PmhPublication empty = {0, 0, pmh_map_depth(shard_map, shard)};
 
 			if (segs[i].unit < next)
 			{
@@ -522,13 +533,14 @@ pmh_file_flag_unverified(char *base, uint64_t file_units, uint64_t after_lsn,
 	ops.arg = base;
 	pmh_table_init(&t, &hdr, &ops, persist);
 	dir = (const uint64_t *) unit_address(&t, t.desc_unit);
-	for (uint32_t s = 0; s < (UINT32_C(1) << t.shard_bits); s++)
+	for (uint32_t s = 0; s < pmh_map_slots(hdr.shard_map); s++)
 	{
 		uint64_t	desc = dir[s];
 		PmhPublication pub;
 		PmhSegment	seg;
 
-		if (desc == 0 || check_descriptor(&t, s, desc, file_units, &pub, msg, sizeof(msg)))
+		if (desc == 0 || check_descriptor(&t, s, pmh_map_depth(hdr.shard_map, s), desc,
+										  file_units, &pub, msg, sizeof(msg)))
 			continue;
 		pmh_table_segment(&t, s, &pub, &seg);
 		flagged += pmh_flag_unverified(&seg, after_lsn, persist);

@@ -144,6 +144,17 @@ publish(void *arg, uint32_t slot, const PmhPublication *pub)
 	pmh_mirror_publish(&mt->mirror[slot], pub);
 }
 
+/* Show a new shard map to readers, and to the test's hook. */
+static void
+publish_map(void *arg, uint64_t map)
+{
+	MemTable   *mt = arg;
+
+	__atomic_store_n(&mt->map, map, __ATOMIC_RELEASE);
+	if (mt->map_hook)
+		mt->map_hook(mt);
+}
+
 /* Current mapping. */
 static char *
 base(void *arg)
@@ -177,10 +188,10 @@ memtable_create(uint32_t shard_bits, uint64_t units, int shim)
 	for (uint32_t s = 0; s < 2 * nshards; s++)
 		pmh_mirror_publish(&mt->mirror[s], &(PmhPublication) {0, 0, shard_bits});
 	mt->counts = calloc(2 * nshards, sizeof(PmhCounts));
-	mt->extents = calloc(nshards + 64, sizeof(PmhExtent));
-	pmh_freemap_init(&mt->freemap, mt->extents, nshards + 64);
-	mt->ops = (PmhTableOps) {mem_alloc, mem_free, space_alloc, space_free, publish, base,
-		mapped_units, NULL, NULL, mt};
+	mt->extents = calloc(2 * nshards + 64, sizeof(PmhExtent));
+	pmh_freemap_init(&mt->freemap, mt->extents, 2 * nshards + 64);
+	mt->ops = (PmhTableOps) {mem_alloc, mem_free, space_alloc, space_free, publish, publish_map,
+		base, mapped_units, NULL, NULL, mt};
 	mt->persist = (PmhPersist) {shim_flush, shim_drain, NULL, NULL, mt};
 
 	hdr = calloc(1, sizeof(PmhFileHeader));
@@ -198,13 +209,14 @@ memtable_create(uint32_t shard_bits, uint64_t units, int shim)
 		memset(mt->pending, 0, hdr->data_unit * PMH_UNIT_SIZE / LINE);
 	}
 	/* the header and descriptors are not free space */
-	pmh_freemap_init(&mt->freemap, mt->extents, nshards + 64);
+	pmh_freemap_init(&mt->freemap, mt->extents, 2 * nshards + 64);
 	pmh_freemap_release(&mt->freemap, hdr->data_unit, units - hdr->data_unit);
 	memcpy(mt->live, hdr, sizeof(PmhFileHeader));
 	if (shim)
 		memcpy(mt->durable, hdr, sizeof(PmhFileHeader));
 	mt->table = (PmhTable) {&mt->ops, &mt->persist, shard_bits, 42, hdr->desc_unit,
 	memtable_checksums};
+	mt->map = hdr->shard_map;
 	free(hdr);
 	return mt;
 }
@@ -241,6 +253,15 @@ memtable_destroy(MemTable *mt)
 	free(mt);
 }
 
+/* The slot of hash's shard in the current map. */
+uint32_t
+memtable_slot(MemTable *mt, uint32_t hash)
+{
+	uint32_t	depth;
+
+	return pmh_map_slot(hash, __atomic_load_n(&mt->map, __ATOMIC_ACQUIRE), &depth);
+}
+
 /*
  * The segment the shard of a slot publishes, as readers see it (of no
  * buckets if none);
@@ -260,7 +281,7 @@ memtable_segment(MemTable *mt, uint32_t slot, PmhSegment *seg)
 PmhStatus
 memtable_insert(MemTable *mt, uint32_t hash, PmhTid tid)
 {
-	uint32_t	slot = pmh_slot_of(hash, mt->table.shard_bits);
+	uint32_t	slot = memtable_slot(mt, hash);
 	PmhSegment	seg;
 
 	memtable_segment(mt, slot, &seg);
@@ -272,7 +293,7 @@ memtable_insert(MemTable *mt, uint32_t hash, PmhTid tid)
 PmhStatus
 memtable_replay(MemTable *mt, uint32_t hash, PmhTid tid, uint64_t lsn)
 {
-	uint32_t	slot = pmh_slot_of(hash, mt->table.shard_bits);
+	uint32_t	slot = memtable_slot(mt, hash);
 	PmhSegment	seg;
 
 	memtable_segment(mt, slot, &seg);
@@ -329,7 +350,7 @@ memtable_lookup(MemTable *mt, uint32_t hash, PmhTid *out, int *n, int cap)
 	for (;;)
 	{
 		cs.n = cs.unverified = 0;
-		memtable_segment(mt, pmh_slot_of(hash, mt->table.shard_bits), &seg);
+		memtable_segment(mt, memtable_slot(mt, hash), &seg);
 		st = pmh_lookup(&seg, hash, collect, &cs);
 		if (st != PMH_BUSY)
 			break;
@@ -360,7 +381,7 @@ memtable_lookup_batch(MemTable *mt, const uint32_t *hashes, int n, PmhTid *out, 
 
 	for (int k = 0; k < n; k++)
 	{
-		memtable_segment(mt, pmh_slot_of(hashes[k], mt->table.shard_bits), &segs[k]);
+		memtable_segment(mt, memtable_slot(mt, hashes[k]), &segs[k]);
 		cs[k] = (CollectState) {out + (size_t) k * cap, 0, cap, 0};
 		args[k] = &cs[k];
 	}
@@ -387,7 +408,7 @@ memtable_lookup_unverified(MemTable *mt, uint32_t hash)
 	CollectState cs = {NULL, 0, 0, 0};
 	PmhSegment	seg;
 
-	memtable_segment(mt, pmh_slot_of(hash, mt->table.shard_bits), &seg);
+	memtable_segment(mt, memtable_slot(mt, hash), &seg);
 	pmh_lookup(&seg, hash, collect, &cs);
 	return cs.unverified;
 }
@@ -396,7 +417,7 @@ memtable_lookup_unverified(MemTable *mt, uint32_t hash)
 uint64_t
 memtable_flag_unverified(MemTable *mt, uint64_t after_lsn)
 {
-	uint32_t	nshards = UINT32_C(1) << mt->table.shard_bits;
+	uint32_t	nshards = pmh_map_slots(mt->map);
 	uint64_t	flagged = 0;
 
 	for (uint32_t s = 0; s < nshards; s++)
@@ -420,7 +441,7 @@ uint64_t
 memtable_bulk_delete(MemTable *mt, const PmhDeleteOps *ops)
 {
 	uint64_t	removed = 0;
-	uint32_t	nshards = UINT32_C(1) << mt->table.shard_bits;
+	uint32_t	nshards = pmh_map_slots(mt->map);
 
 	for (uint32_t s = 0; s < nshards; s++)
 	{
@@ -448,7 +469,7 @@ memtable_verify(MemTable *mt, uint64_t *live)
 {
 	static char msg[256];
 	const char *err;
-	uint32_t	nshards = UINT32_C(1) << mt->table.shard_bits;
+	uint32_t	nshards = pmh_map_slots(mt->map);
 
 	*live = 0;
 	err = pmh_header_check((PmhFileHeader *) mt->live, mt->units);
@@ -526,6 +547,7 @@ memtable_attach(MemTable *mt)
 {
 	static char msg[256];
 
-	return pmh_table_attach(&mt->table, mt->units, &mt->freemap, 0, attach_visit, mt,
+	mt->map = ((PmhFileHeader *) mt->live)->shard_map;
+	return pmh_table_attach(&mt->table, mt->map, mt->units, &mt->freemap, 0, attach_visit, mt,
 							msg, sizeof(msg));
 }

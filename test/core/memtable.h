@@ -28,6 +28,9 @@ typedef struct MemTable
 	int			shim;			/* track durability */
 	uint64_t	busy_patience_ns;	/* how long a busy lookup is tried again */
 	PmhShardMirror *mirror;		/* descriptors as readers see them */
+	uint64_t	map;			/* the shard map as readers see it */
+	void		(*map_hook) (struct MemTable *mt);	/* called as the map moves */
+	void	   *hook_arg;
 	PmhCounts  *counts;			/* per-shard counters */
 	PmhExtent  *extents;
 	PmhFreeMap	freemap;
@@ -42,7 +45,8 @@ extern MemTable *memtable_create(uint32_t shard_bits, uint64_t units, int shim);
 extern void memtable_destroy(MemTable *mt);
 extern void memtable_defer_drains(MemTable *mt);
 extern void memtable_commit(MemTable *mt);
-extern void memtable_segment(MemTable *mt, uint32_t shard, PmhSegment *seg);
+extern uint32_t memtable_slot(MemTable *mt, uint32_t hash);
+extern void memtable_segment(MemTable *mt, uint32_t slot, PmhSegment *seg);
 extern PmhStatus memtable_insert(MemTable *mt, uint32_t hash, PmhTid tid);
 extern PmhStatus memtable_replay(MemTable *mt, uint32_t hash, PmhTid tid, uint64_t lsn);
 extern PmhStatus memtable_lookup(MemTable *mt, uint32_t hash, PmhTid *out, int *n, int cap);

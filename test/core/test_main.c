@@ -85,6 +85,7 @@ main(void)
 		{"unverified", test_unverified},
 		{"replay", test_replay},
 		{"split", test_split},
+		{"split level", test_split_level},
 		{"lost overflow bits", test_lost_overflow_bits},
 		{"unfenced slots", test_unfenced_slots},
 	};

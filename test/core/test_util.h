@@ -71,6 +71,7 @@ extern void test_sort(void);
 extern void test_shard_map(void);
 extern void test_split_point(void);
 extern void test_split(void);
+extern void test_split_level(void);
 
 /* test_codec.c */
 extern void test_codec(void);

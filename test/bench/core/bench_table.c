@@ -166,7 +166,7 @@ bench_file_open(const char *path, uint64_t bytes, int prefault)
 	}
 	pthread_mutex_init(&bf->alloc_lock, NULL);
 	bf->ops = (PmhTableOps) {ops_alloc_memory, ops_free_memory, ops_alloc_space,
-		ops_free_space, ops_publish, ops_base, ops_mapped_units, NULL, NULL, bf};
+		ops_free_space, ops_publish, NULL, ops_base, ops_mapped_units, NULL, NULL, bf};
 	return bf;
 }
 
