@@ -392,6 +392,8 @@ extern PmhStatus pmh_table_rebuild(const PmhTable *t, const PmhSegment *seg,
 								   double fill, uint64_t lsn, PmhCounts *counts);
 extern PmhStatus pmh_table_split(const PmhTable *t, const PmhSegment *seg, uint64_t map,
 								 uint64_t lsn, PmhCounts *low, PmhCounts *high);
+extern PmhStatus pmh_table_finish_split(const PmhTable *t, const PmhSegment *seg, uint64_t lsn,
+										PmhCounts *counts);
 extern PmhStatus pmh_table_insert(const PmhTable *t, const PmhSegment *seg,
 								  PmhCounts *counts, uint32_t hash, PmhTid tid,
 								  uint64_t lsn, PmhInsertMode mode, uint64_t since);

@@ -295,6 +295,20 @@ pmh_map_next(uint64_t map)
 }
 
 /*
+ * The low slot of the last split of a map word, in a file built with
+ * 2^shard_bits shards; UINT32_MAX if nothing was split.
+ */
+static inline uint32_t
+pmh_map_last_split(uint64_t map, uint32_t shard_bits)
+{
+	uint32_t	level = pmh_map_level(map);
+
+	if (pmh_map_split(map) > 0)
+		return pmh_map_split(map) - 1;
+	return level > shard_bits ? (UINT32_C(1) << (level - 1)) - 1 : UINT32_MAX;
+}
+
+/*
  * Descriptor slots a file built with 2^shard_bits shards has room for:
  * twice as many, which splits fill, up to 2^PMH_MAX_SHARD_BITS.
  */

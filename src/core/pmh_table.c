@@ -167,6 +167,26 @@ collect_segment(const PmhTable *t, const PmhSegment *seg, uint64_t extra, int de
 }
 
 /*
+ * The live entries of a shard's segment, sorted by hash, in a new array
+ * (*n of them), raising *lsn to the segment's highest stamp; NULL if a unit
+ * disagrees with its checksums.
+ */
+static PmhEntry *
+sorted_segment(const PmhTable *t, const PmhSegment *seg, uint64_t *lsn, uint64_t *n)
+{
+	uint64_t	room;
+	PmhEntry   *work = collect_segment(t, seg, 0, 0, lsn, n, &room);
+	PmhEntry   *scratch;
+
+	if (work == NULL)
+		return NULL;
+	scratch = t->ops->alloc_memory(t->ops->arg, (room ? room : 1) * sizeof(PmhEntry));
+	*n = pmh_sort_entries(work, *n, scratch);
+	t->ops->free_memory(t->ops->arg, scratch);
+	return work;
+}
+
+/*
  * pmh_table_rebuild, where dense says that the old segment is nearly full
  * (a shard that must grow), so that its capacity bounds its entries closely
  * enough to size the work arrays without counting them first.
@@ -268,9 +288,7 @@ pmh_table_split(const PmhTable *t, const PmhSegment *seg, uint64_t map, uint64_t
 	uint64_t	next = pmh_map_next(map);
 	uint64_t   *file_map;
 	PmhEntry   *work;
-	PmhEntry   *scratch;
 	uint64_t	n;
-	uint64_t	room;
 	uint64_t	point;
 	uint64_t	generation = seg->unit ? pmh_segment_header(seg)->generation + 1 : 1;
 	PmhPublication pub[2];
@@ -279,11 +297,8 @@ pmh_table_split(const PmhTable *t, const PmhSegment *seg, uint64_t map, uint64_t
 	if (level < 9 || level >= PMH_MAX_SHARD_BITS || seg->slot != pmh_map_split(map) ||
 		seg->shard_bits != level || high_slot >= pmh_slot_room(t->shard_bits))
 		return PMH_FULL;
-	if ((work = collect_segment(t, seg, 0, 0, &lsn, &n, &room)) == NULL)
+	if ((work = sorted_segment(t, seg, &lsn, &n)) == NULL)
 		return PMH_CORRUPT;
-	scratch = ops->alloc_memory(ops->arg, (room ? room : 1) * sizeof(PmhEntry));
-	n = pmh_sort_entries(work, n, scratch);
-	ops->free_memory(ops->arg, scratch);
 	point = pmh_split_point(work, n, level);
 	if (write_segment(t, work, point, seg->shard << 1, level + 1, PMH_REBUILD_FILL, generation,
 					  lsn, &pub[0], &counts[0]) != PMH_OK)
@@ -314,6 +329,40 @@ pmh_table_split(const PmhTable *t, const PmhSegment *seg, uint64_t map, uint64_t
 		ops->free_space(ops->arg, seg->unit, 1 + (uint64_t) seg->nbuckets + seg->nposting);
 	*low = counts[0];
 	*high = counts[1];
+	return PMH_OK;
+}
+
+/*
+ * Finish a split that a crash cut short between its map store and the
+ * publication of its lower half (pmh_table_split): seg, the old segment,
+ * one bit shallower than the map says its low slot is, still holds both
+ * halves; its upper half is complete in its own slot, so the lower half
+ * alone replaces it.  Not logged: replay of the split's record, if any,
+ * does the same.  The lower half's counts go to counts.
+ */
+PmhStatus
+pmh_table_finish_split(const PmhTable *t, const PmhSegment *seg, uint64_t lsn,
+					   PmhCounts *counts)
+{
+	const PmhTableOps *ops = t->ops;
+	PmhEntry   *work;
+	uint64_t	n;
+	uint64_t	generation = seg->unit ? pmh_segment_header(seg)->generation + 1 : 1;
+	PmhPublication pub;
+
+	if ((work = sorted_segment(t, seg, &lsn, &n)) == NULL)
+		return PMH_CORRUPT;
+	n = pmh_split_point(work, n, seg->shard_bits);
+	if (write_segment(t, work, n, seg->shard << 1, seg->shard_bits + 1, PMH_REBUILD_FILL,
+					  generation, lsn, &pub, counts) != PMH_OK)
+	{
+		ops->free_memory(ops->arg, work);
+		return PMH_FULL;
+	}
+	publish(t, seg->slot, &pub);
+	ops->free_memory(ops->arg, work);
+	if (seg->unit != 0)
+		ops->free_space(ops->arg, seg->unit, 1 + (uint64_t) seg->nbuckets + seg->nposting);
 	return PMH_OK;
 }
 
@@ -440,7 +489,15 @@ pmh_table_attach(const PmhTable *t, uint64_t shard_map, uint64_t file_units, Pmh
 		memset(&counts, 0, sizeof(counts));
 		if (desc != 0)
 		{
-			if (check_descriptor(t, s, depth, desc, file_units, &pub, msg, msglen))
+			/*
+			 * A crash between a split's map store and its lower half's
+			 * publication leaves the old segment, one bit shallower, in
+			 * the low slot: reported with its own depth, for the caller
+			 * to finish the split (pmh_table_finish_split).
+			 */
+			if (check_descriptor(t, s, depth, desc, file_units, &pub, msg, msglen) &&
+				(s != pmh_map_last_split(shard_map, t->shard_bits) ||
+				 check_descriptor(t, s, depth - 1, desc, file_units, &pub, msg, msglen)))
 			{
 				if (!lenient)
 					err = msg;

@@ -541,13 +541,49 @@ attach_visit(void *arg, uint32_t slot, const PmhPublication *pub, const PmhCount
 	mt->counts[slot] = *counts;
 }
 
-/* Rebuild the volatile state from the file, as attaching an index does. */
+/*
+ * Rebuild the volatile state from the file, as attaching an index does,
+ * and finish a split that a crash cut short.
+ */
 const char *
 memtable_attach(MemTable *mt)
 {
 	static char msg[256];
+	const char *err;
+	uint32_t	last;
 
 	mt->map = ((PmhFileHeader *) mt->live)->shard_map;
-	return pmh_table_attach(&mt->table, mt->map, mt->units, &mt->freemap, 0, attach_visit, mt,
-							msg, sizeof(msg));
+	err = pmh_table_attach(&mt->table, mt->map, mt->units, &mt->freemap, 0, attach_visit, mt,
+						   msg, sizeof(msg));
+	last = pmh_map_last_split(mt->map, mt->table.shard_bits);
+	if (err == NULL && last != UINT32_MAX)
+	{
+		PmhSegment	seg;
+
+		memtable_segment(mt, last, &seg);
+		if (seg.shard_bits != pmh_map_depth(mt->map, last) &&
+			pmh_table_finish_split(&mt->table, &seg, ++mt->lsn, &mt->counts[last]) != PMH_OK)
+			err = "the split cut short cannot be finished";
+	}
+	return err;
+}
+
+/* Split the shard at the split pointer, as a growing index does. */
+PmhStatus
+memtable_split(MemTable *mt)
+{
+	uint32_t	slot = pmh_map_split(mt->map);
+	uint32_t	high = slot + (UINT32_C(1) << pmh_map_level(mt->map));
+	PmhSegment	seg;
+	PmhCounts	counts[2];
+	PmhStatus	st;
+
+	memtable_segment(mt, slot, &seg);
+	st = pmh_table_split(&mt->table, &seg, mt->map, ++mt->lsn, &counts[0], &counts[1]);
+	if (st == PMH_OK)
+	{
+		mt->counts[slot] = counts[0];
+		mt->counts[high] = counts[1];
+	}
+	return st;
 }

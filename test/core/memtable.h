@@ -58,5 +58,6 @@ extern uint64_t memtable_bulk_delete(MemTable *mt, const PmhDeleteOps *ops);
 extern const char *memtable_verify(MemTable *mt, uint64_t *live);
 extern void memtable_crash(MemTable *mt, double evict_probability, uint64_t seed);
 extern const char *memtable_attach(MemTable *mt);
+extern PmhStatus memtable_split(MemTable *mt);
 
 #endif

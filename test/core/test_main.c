@@ -80,6 +80,7 @@ main(void)
 		{"crashes", test_crashes},
 		{"crashes between commits", test_crashes_between_commits},
 		{"crashes over leftovers", test_crashes_over_leftovers},
+		{"split crashes", test_split_crashes},
 		{"damage", test_damage},
 		{"reader_race", test_reader_race},
 		{"unverified", test_unverified},

@@ -252,26 +252,6 @@ slot_segment(MemTable *mt, uint32_t slot, uint32_t shard, uint32_t depth, PmhSeg
 		  seg->shard_bits, shard, depth);
 }
 
-/* Split the shard at the table's split pointer; the split's status. */
-static PmhStatus
-split_next(MemTable *mt)
-{
-	uint32_t	slot = pmh_map_split(mt->map);
-	uint32_t	level = pmh_map_level(mt->map);
-	PmhSegment	seg;
-	PmhCounts	counts[2];
-	PmhStatus	st;
-
-	memtable_segment(mt, slot, &seg);
-	st = pmh_table_split(&mt->table, &seg, mt->map, ++mt->lsn, &counts[0], &counts[1]);
-	if (st == PMH_OK)
-	{
-		mt->counts[slot] = counts[0];
-		mt->counts[slot + (UINT32_C(1) << level)] = counts[1];
-	}
-	return st;
-}
-
 /*
  * pmh_table_split divides the shard at the split pointer between its
  * halves one bit deeper: each key's TIDs are found in its own half, none
@@ -330,7 +310,7 @@ test_split(void)
 		watch.old_desc = before.desc;
 		mt->map_hook = split_watch;
 		mt->hook_arg = &watch;
-		st = split_next(mt);
+		st = memtable_split(mt);
 		mt->map_hook = NULL;
 		CHECK(st == PMH_OK && watch.calls == 1 && watch.in_order &&
 			  mt->map == pmh_map_make(bits, 1, PMH_HEADER_UNITS),
@@ -405,7 +385,7 @@ test_split(void)
 
 		for (int i = 0; i < 500; i++)
 			add(mt, &m, (uint32_t) rnd() >> 8);
-		CHECK(split_next(mt) == PMH_FULL && mt->map == pmh_map_make(8, 0, PMH_HEADER_UNITS),
+		CHECK(memtable_split(mt) == PMH_FULL && mt->map == pmh_map_make(8, 0, PMH_HEADER_UNITS),
 			  "a shard of 8 bits split");
 		check_and_free(mt, &m);
 	}
@@ -430,7 +410,7 @@ test_split_level(void)
 		add(mt, &m, mix(key));
 	for (uint32_t s = 0; s < (UINT32_C(1) << bits) && !test_failed; s++)
 	{
-		PmhStatus	st = split_next(mt);
+		PmhStatus	st = memtable_split(mt);
 
 		CHECK(st == PMH_OK, "split %u: status %d", s, st);
 		for (int i = 0; i < 40; i++)
@@ -441,7 +421,7 @@ test_split_level(void)
 	CHECK(mt->map == pmh_map_make(bits + 1, 0, PMH_HEADER_UNITS),
 		  "map after a level of splits: level %u split %u", pmh_map_level(mt->map),
 		  pmh_map_split(mt->map));
-	CHECK(split_next(mt) == PMH_FULL, "a split past the descriptors' room");
+	CHECK(memtable_split(mt) == PMH_FULL, "a split past the descriptors' room");
 	check_table(mt, &m);
 	CHECK(memtable_attach(mt) == NULL && mt->map == pmh_map_make(bits + 1, 0, PMH_HEADER_UNITS),
 		  "attach after a level of splits");

@@ -96,6 +96,7 @@ extern void test_unfenced_slots(void);
 extern void test_crashes(void);
 extern void test_crashes_between_commits(void);
 extern void test_crashes_over_leftovers(void);
+extern void test_split_crashes(void);
 
 /* test_verify.c */
 extern void test_damage(void);
