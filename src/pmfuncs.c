@@ -99,7 +99,7 @@ pmhash_stats(PG_FUNCTION_ARGS)
 
 	memset(&st, 0, sizeof(st));
 	ix = pmhash_open(index, NULL);
-	nshards = UINT32_C(1) << ix->table.shard_bits;
+	nshards = pmhash_slots(ix);
 	for (uint32 s = 0; s < nshards; s++)
 		add_shard_stats(ix, s, &st);
 	LWLockAcquire(pmhash_alloc_lock(ix->share), LW_SHARED);
@@ -139,7 +139,7 @@ pmhash_shards(PG_FUNCTION_ARGS)
 
 	InitMaterializedSRF(fcinfo, 0);
 	ix = pmhash_open(index, NULL);
-	nshards = UINT32_C(1) << ix->table.shard_bits;
+	nshards = pmhash_slots(ix);
 	for (uint32 s = 0; s < nshards; s++)
 	{
 		PmhStats	st;
@@ -340,7 +340,7 @@ pmhash_verify(PG_FUNCTION_ARGS)
 	pmhash_read_meta(index, &meta, NULL);
 	file_units = pg_atomic_read_u64(&ix->share->file_units);
 	pmhash_ensure_mapped(ix, file_units);
-	nshards = UINT32_C(1) << ix->table.shard_bits;
+	nshards = pmhash_slots(ix);
 
 	err = pmhash_check_attached_header(ix);
 	if (err == NULL && ix->table.file_generation != meta.build_generation)

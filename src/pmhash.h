@@ -365,6 +365,9 @@ extern int	pmhash_lookup_entries(Relation index, PmhashLocal *ix, Relation heap,
 								  const uint32 *hashes, int n, ItemPointer *tids, int *ntids,
 								  int *maxtids, ItemPointer *apart, int *napart);
 extern void pmhash_shard_segment(PmhashLocal *ix, uint32 shard, PmhSegment *seg);
+extern uint32 pmhash_slots(PmhashLocal *ix);
+extern uint32 pmhash_slot_of(PmhashLocal *ix, uint32 hash);
+extern uint32 pmhash_lock_shard_of(PmhashLocal *ix, uint32 hash, LWLockMode mode);
 extern BlockNumber pmhash_predicate_block(PmhashLocal *ix, uint32 hash);
 extern uint64 pmhash_shard_entries(Relation index, PmhashLocal *ix, uint32 shard,
 								   PmhEntry **entries, uint64 *maxentries);

@@ -123,7 +123,7 @@ redo_insert(XLogReaderState *record)
 
 		memcpy(&hash, packed + i * PACKED_ENTRY_SIZE, sizeof(uint32));
 		memcpy(&tid, packed + i * PACKED_ENTRY_SIZE + sizeof(uint32), sizeof(PmhTid));
-		shard = pmh_slot_of(hash, ix->table.shard_bits);
+		shard = pmhash_slot_of(ix, hash);
 		state = &ix->share->shards[shard];
 		LWLockAcquire(pmhash_shard_lock(ix->share, shard), LW_EXCLUSIVE);
 		if (!state->broken)

@@ -85,6 +85,43 @@ pmhash_shard_segment(PmhashLocal *ix, uint32 shard, PmhSegment *seg)
 	map_segment(ix, shard, &pub, seg);
 }
 
+/* The number of slots (shards) in the index's current shard map. */
+uint32
+pmhash_slots(PmhashLocal *ix)
+{
+	return pmh_map_slots(pg_atomic_read_u64(&ix->share->shard_map));
+}
+
+/* The slot of hash's shard in the index's current shard map. */
+uint32
+pmhash_slot_of(PmhashLocal *ix, uint32 hash)
+{
+	uint32		depth;
+
+	return pmh_map_slot(hash, pg_atomic_read_u64(&ix->share->shard_map), &depth);
+}
+
+/*
+ * Lock the shard of hash in mode and return its slot: the slot the map
+ * gives once the lock is held (a split holds the locks of both of its
+ * slots while it moves the map, so a writer that waited for it finds its
+ * key's slot anew).
+ */
+uint32
+pmhash_lock_shard_of(PmhashLocal *ix, uint32 hash, LWLockMode mode)
+{
+	for (;;)
+	{
+		uint32		slot = pmhash_slot_of(ix, hash);
+		LWLock	   *lock = pmhash_shard_lock(ix->share, slot);
+
+		LWLockAcquire(lock, mode);
+		if (pmhash_slot_of(ix, hash) == slot)
+			return slot;
+		LWLockRelease(lock);
+	}
+}
+
 /*
  * The block number that stands for hash's shard in predicate locks (block
  * 0 is the metapage): SERIALIZABLE scans lock the shards of the codes they
@@ -169,7 +206,7 @@ bool
 pmhash_insert_entry(Relation index, PmhashLocal *ix, uint32 hash, ItemPointer tid,
 					PmhInsertMode mode, PmhashInsertGate gate, void *gate_arg)
 {
-	uint32		shard = pmh_slot_of(hash, ix->table.shard_bits);
+	uint32		shard = pmhash_lock_shard_of(ix, hash, LW_EXCLUSIVE);
 	PmhashShardState *state = &ix->share->shards[shard];
 	LWLock	   *lock = pmhash_shard_lock(ix->share, shard);
 	PmhTid		ptid;
@@ -178,7 +215,6 @@ pmhash_insert_entry(Relation index, PmhashLocal *ix, uint32 hash, ItemPointer ti
 	PmhStatus	st;
 
 	memcpy(&ptid, tid, sizeof(PmhTid));
-	LWLockAcquire(lock, LW_EXCLUSIVE);
 	pmhash_shard_segment(ix, shard, &seg);
 	if (gate != NULL && !gate(gate_arg, &seg, state, ix->share->share_gen))
 	{
@@ -262,12 +298,11 @@ collect_tids(void *arg, const PmhTid *tids, int count, uint64 unverified)
 static void
 lookup_locked(Relation index, PmhashLocal *ix, uint32 hash, TidCollector *c)
 {
-	uint32		shard = pmh_slot_of(hash, ix->table.shard_bits);
+	uint32		shard = pmhash_lock_shard_of(ix, hash, LW_SHARED);
 	LWLock	   *lock = pmhash_shard_lock(ix->share, shard);
 	PmhSegment	seg;
 	PmhStatus	st;
 
-	LWLockAcquire(lock, LW_SHARED);
 	pmhash_shard_segment(ix, shard, &seg);
 	st = pmh_lookup(&seg, hash, collect_tids, c);
 	LWLockRelease(lock);
@@ -277,18 +312,20 @@ lookup_locked(Relation index, PmhashLocal *ix, uint32 hash, TidCollector *c)
 
 /*
  * Map the segment hash's shard has published, without a lock; false when
- * the shard is not published (a writer is publishing it).
+ * the shard is not published (a writer is publishing it), or is not hash's
+ * (a split moved the map after it was read).
  */
 static bool
 segment_unlocked(Relation index, PmhashLocal *ix, uint32 hash, PmhSegment *seg)
 {
-	uint32		shard = pmh_slot_of(hash, ix->table.shard_bits);
+	uint32		shard = pmhash_slot_of(ix, hash);
 	PmhashShardState *state = &ix->share->shards[shard];
 	PmhPublication pub;
 
 	if (state->broken)
 		raise_broken(index, shard);
-	if (!pmh_mirror_read(&state->mirror, &pub))
+	if (!pmh_mirror_read(&state->mirror, &pub) ||
+		pmh_shard_of(hash, pub.depth) != pmh_slot_shard(shard, pub.depth))
 		return false;
 	map_segment(ix, shard, &pub, seg);
 	return true;
@@ -303,7 +340,7 @@ retry_locked(Relation index, PmhashLocal *ix, uint32 hash, PmhStatus st)
 {
 	if (st == PMH_CORRUPT)
 		pmhash_raise_shard_damaged(RelationGetRelationName(index),
-								   pmh_slot_of(hash, ix->table.shard_bits));
+								   pmhash_slot_of(ix, hash));
 	return st == PMH_BUSY;
 }
 
@@ -341,7 +378,8 @@ lookup_batch(Relation index, PmhashLocal *ix, const uint32 *hashes, int m, TidCo
 	Assert(m <= LOOKUP_BATCH);
 	for (int k = 0; k < m; k++)
 	{
-		if (nfound > 0 && pmh_shard_of(hashes[k], ix->table.shard_bits) == segs[nfound - 1].shard)
+		if (nfound > 0 &&
+			pmh_shard_of(hashes[k], segs[nfound - 1].shard_bits) == segs[nfound - 1].shard)
 			segs[nfound] = segs[nfound - 1];
 		else if (!segment_unlocked(index, ix, hashes[k], &segs[nfound]))
 		{

@@ -366,11 +366,11 @@ share_free(void)
 	return NULL;
 }
 
-/* Pool units for a share of 2^shard_bits shards. */
+/* Pool units for a share of a file built with 2^shard_bits shards (and room for its splits). */
 static uint64
 share_pool_units(uint32 shard_bits)
 {
-	uint64		nshards = UINT64CONST(1) << shard_bits;
+	uint64		nshards = pmh_slot_room(shard_bits);
 	Size		bytes = nshards * sizeof(PmhashShardState) +
 		(nshards + SPARE_EXTENTS) * sizeof(PmhExtent);
 
@@ -386,7 +386,7 @@ PmhashShare *
 pmhash_share_assign(const PmhashFileKey *key, uint32 shard_bits)
 {
 	uint64		units = share_pool_units(shard_bits);
-	uint64		nshards = UINT64CONST(1) << shard_bits;
+	uint64		nshards = pmh_slot_room(shard_bits);
 	PmhashShare    *share;
 	uint64		unit;
 
@@ -440,7 +440,7 @@ pmhash_shares_detach_all(void (*on_broken) (PmhashShare *share))
 	for (int i = 0; i < shared->nshares; i++)
 	{
 		PmhashShare    *share = &shares[i];
-		uint64		nshards = UINT64CONST(1) << share->shard_bits;
+		uint64		nshards = pmh_map_slots(pg_atomic_read_u64(&share->shard_map));
 		bool		broken = false;
 
 		if (share->state != PMHASH_SHARE_READY)

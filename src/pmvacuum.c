@@ -227,7 +227,7 @@ note_removed(void *arg, uint32 hash, PmhTid tid)
 static double
 count_entries(PmhashLocal *ix)
 {
-	uint32		nshards = UINT32_C(1) << ix->table.shard_bits;
+	uint32		nshards = pmhash_slots(ix);
 	double		total = 0;
 
 	for (uint32 s = 0; s < nshards; s++)
@@ -329,21 +329,28 @@ vacuum_shards(Relation index, IndexBulkDeleteCallback callback, void *callback_s
 {
 	VacuumState vs;
 	PmhashLocal   *ix;
-	uint32		nshards;
 	double		removed = 0;
 
 	memset(&vs, 0, sizeof(vs));
 	vs.callback = callback;
 	vs.callback_state = callback_state;
 	vs.index = index;
-	ix = pmhash_open(index, NULL);
-	nshards = UINT32_C(1) << ix->table.shard_bits;
-	pmhash_leave();
-	for (uint32 s = 0; s < nshards; s++)
+
+	/*
+	 * Up to the slot count of the moment: a split moves entries from its
+	 * slot to one past every slot there was, which is visited later if its
+	 * entries were not seen yet.
+	 */
+	for (uint32 s = 0;; s++)
 	{
 		uint64		share_gen;
 
 		ix = pmhash_open(index, NULL);
+		if (s >= pmhash_slots(ix))
+		{
+			pmhash_leave();
+			break;
+		}
 		share_gen = ix->share_gen;
 		vs.shard_bits = ix->table.shard_bits;
 		vs.nsuspects = 0;
@@ -383,7 +390,7 @@ void
 pmhash_note_probe(PmhashLocal *ix, uint32 code, PmhashKilled *killed)
 {
 	const volatile PmhashShardState *state =
-		&ix->share->shards[pmh_slot_of(code, ix->table.shard_bits)];
+		&ix->share->shards[pmhash_slot_of(ix, code)];
 
 	killed->code = code;
 	killed->share_gen = ix->share_gen;
@@ -526,7 +533,7 @@ pmhash_remove_killed(Relation index, Relation heap, PmhashKilled *killed)
 	sort_killed(killed);
 
 	ix = pmhash_open(index, NULL);
-	shard = pmh_slot_of(killed->code, ix->table.shard_bits);
+	shard = pmhash_slot_of(ix, killed->code);
 	block = pmhash_predicate_block(ix, killed->code);
 	stale = ix->share_gen != killed->share_gen ||
 		ix->share->shards[shard].removals != killed->removals;
