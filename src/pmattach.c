@@ -88,6 +88,23 @@ ops_mapped_units(void *arg)
 	return ((PmhashLocal *) arg)->mapped_len / PMH_UNIT_SIZE;
 }
 
+/* Table callback: show readers a new shard map. */
+static void
+ops_publish_map(void *arg, uint64 map)
+{
+	pg_atomic_write_u64(&((PmhashLocal *) arg)->share->shard_map, map);
+}
+
+/* Table callback: log a split shard's entries, when the index is logged. */
+static void
+ops_log_split(void *arg, uint32 slot, uint64 map, const PmhEntry *entries, uint64 count)
+{
+	PmhashLocal   *ix = arg;
+
+	if (ix->logged)
+		pmhash_log_split(&ix->node, slot, map, entries, count);
+}
+
 /* Table callback: log the content of a rebuilt shard, when the index is logged. */
 static void
 ops_log_rebuild(void *arg, uint32 shard, const PmhEntry *entries, uint64 count, double fill)
@@ -108,8 +125,8 @@ setup_table(PmhashLocal *ix)
 {
 	ix->durable = ix->share->durable;
 	ix->ops = (PmhTableOps) {ops_alloc_memory, ops_free_memory, pmhash_space_alloc,
-		pmhash_space_free, ops_publish, NULL, ops_base, ops_mapped_units, ops_log_rebuild, NULL,
-	ix};
+		pmhash_space_free, ops_publish, ops_publish_map, ops_base, ops_mapped_units,
+	ops_log_rebuild, ops_log_split, ix};
 	ix->persist = ix->deferred ? (PmhPersist) {NULL, NULL, NULL, NULL, ix} : pmhash_normal_persist(ix);
 	ix->table.ops = &ix->ops;
 	ix->table.persist = &ix->persist;
@@ -117,6 +134,31 @@ setup_table(PmhashLocal *ix)
 	ix->table.file_generation = ix->share->build_generation;
 	ix->table.desc_unit = PMH_HEADER_UNITS;
 	ix->table.checksums = ix->share->checksums;
+}
+
+/*
+ * Finish the last split of a file's map if a crash cut it short after the
+ * map moved: its low slot still publishes the old segment, one bit
+ * shallower than the map says (pmh_table_finish_split).  NULL, or why not.
+ */
+static const char *
+finish_split(PmhashLocal *ix, uint64 map)
+{
+	uint32		last = pmh_map_last_split(map, ix->table.shard_bits);
+	PmhashShardState *state;
+	PmhPublication pub;
+	PmhSegment	seg;
+
+	if (last == UINT32_MAX)
+		return NULL;
+	state = &ix->share->shards[last];
+	if (!pmh_mirror_read(&state->mirror, &pub) || pub.depth == pmh_map_depth(map, last) ||
+		state->broken)
+		return NULL;
+	pmh_table_segment(&ix->table, last, &pub, &seg);
+	if (pmh_table_finish_split(&ix->table, &seg, 0, &state->counts) != PMH_OK)
+		return psprintf("shard %u: the split a crash cut short cannot be finished", last);
+	return NULL;
 }
 
 /* Attach callback: fill a shard's mirror and counters. */
@@ -353,6 +395,8 @@ attach(Relation index, PmhashLocal *ix)
 	setup_table(ix);
 	err = pmh_table_attach(&ix->table, hdr.shard_map, ix->mapped_len / PMH_UNIT_SIZE,
 						   &share->freemap, lenient, attach_visit, share, msg, sizeof(msg));
+	if (err == NULL)
+		err = finish_split(ix, hdr.shard_map);
 	if (err)
 	{
 		pmhash_share_release(share);

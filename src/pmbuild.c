@@ -54,7 +54,6 @@
 
 #include "pmbuild.h"
 
-#define ENTRIES_PER_SHARD	2048	/* target size of a shard at build time */
 #define MIN_SHARD_BITS		9		/* 512: bucket slots then keep every hash bit */
 
 /* Subphases of a build in pg_stat_progress_create_index (pmhashbuildphasename) */
@@ -85,7 +84,7 @@ choose_shard_bits(Relation index, double entries)
 	if (opts && opts->shards > 0)
 		return (uint32) pg_leftmost_one_pos32((uint32) opts->shards);
 	while (bits < PMH_MAX_SHARD_BITS &&
-		   entries > (double) ENTRIES_PER_SHARD * (double) (UINT64CONST(1) << bits))
+		   entries > (double) PMHASH_SHARD_ENTRIES * (double) (UINT64CONST(1) << bits))
 		bits++;
 	return bits;
 }

@@ -71,6 +71,9 @@ typedef struct PmhashOptions
 #define PMHASH_MIN_FILLFACTOR		10
 
 #define PMHASH_MAX_SHARDS		(1 << PMH_MAX_SHARD_BITS)
+#define PMHASH_SHARD_ENTRIES	2048	/* target size of a shard: builds aim at it, and
+										 * a shard this full that must grow splits the
+										 * shard at the split pointer first */
 #define PMHASH_MAX_RETIRED		32
 
 /*
@@ -222,6 +225,8 @@ extern void pmhash_leave(void);
 extern void pmhash_leave_all(void);
 extern bool pmhash_entered(void);
 extern LWLock *pmhash_shard_lock(PmhashShare *share, uint32 shard);
+extern void pmhash_lock_shard_pair(PmhashShare *share, uint32 a, uint32 b);
+extern void pmhash_unlock_shard_pair(PmhashShare *share, uint32 a, uint32 b);
 extern LWLock *pmhash_share_table_lock(void);
 extern LWLock *pmhash_file_lock(void);
 extern LWLock *pmhash_alloc_lock(PmhashShare *share);
@@ -416,6 +421,8 @@ extern XLogRecPtr pmhash_log_create(const RelFileLocator *node, uint64 generatio
 extern XLogRecPtr pmhash_log_built(const RelFileLocator *node);
 extern XLogRecPtr pmhash_log_inserts(const RelFileLocator *node, const PmhEntry *entries,
 								  uint32 count, XLogRecPtr since);
+extern XLogRecPtr pmhash_log_split(const RelFileLocator *node, uint32 slot, uint64 map,
+								   const PmhEntry *entries, uint64 count);
 extern XLogRecPtr pmhash_log_rebuild(const RelFileLocator *node, uint32 shard, double fill,
 								  const PmhEntry *entries, uint64 count);
 extern XLogRecPtr pmhash_log_delete(const RelFileLocator *node, uint32 shard, PmhashRemoval removal,

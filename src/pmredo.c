@@ -264,6 +264,66 @@ redo_rebuild(XLogReaderState *record)
 	pfree(entries);
 }
 
+/*
+ * Replay a split: the shard at the split pointer of the record's map splits
+ * as it did on the primary, unless the file's map is past that already
+ * (the split was durable before a crash; attaching the file finished it).
+ * A broken shard is first rebuilt from the record's entries.
+ */
+static void
+redo_split(XLogReaderState *record)
+{
+	xl_pmhash_split *xlrec = (xl_pmhash_split *) XLogRecGetData(record);
+	PmhashLocal   *ix = redo_open(&xlrec->entries.node);
+	uint32		low = xlrec->entries.shard;
+	uint32		high = low + (UINT32_C(1) << pmh_map_level(xlrec->map));
+	PmhashShardState *state;
+	PmhEntry   *entries;
+	PmhSegment	seg;
+	PmhCounts	counts[2];
+	PmhStatus	st = PMH_OK;
+
+	if (ix == NULL)
+		return;
+	entries = record_entries(record, true, sizeof(xl_pmhash_split));
+	if (entries == NULL || low != pmh_map_split(xlrec->map) ||
+		high >= pmh_slot_room(ix->table.shard_bits))
+	{
+		if (entries)
+			pfree(entries);
+		pmhash_leave();
+		return;
+	}
+	state = &ix->share->shards[low];
+	pmhash_lock_shard_pair(ix->share, low, high);
+	if (pg_atomic_read_u64(&ix->share->shard_map) == xlrec->map)
+	{
+		if (state->broken)
+		{
+			pmh_table_segment(&ix->table, low,
+							  &(PmhPublication) {0, 0, pmh_map_level(xlrec->map)}, &seg);
+			st = pmh_table_rebuild(&ix->table, &seg, entries, xlrec->entries.count, 1,
+								   PMH_REBUILD_FILL, record->EndRecPtr, &state->counts);
+		}
+		if (st == PMH_OK)
+		{
+			pmhash_shard_segment(ix, low, &seg);
+			st = pmh_table_split(&ix->table, &seg, xlrec->map, record->EndRecPtr, &counts[0],
+								 &counts[1]);
+		}
+		if (st == PMH_OK)
+		{
+			state->counts = counts[0];
+			ix->share->shards[high].counts = counts[1];
+			ix->share->shards[high].broken = false;
+		}
+		state->broken = st != PMH_OK;
+	}
+	pmhash_unlock_shard_pair(ix->share, low, high);
+	pmhash_leave();
+	pfree(entries);
+}
+
 /* Replay the creation of an index file. */
 static void
 redo_create(XLogReaderState *record)
@@ -347,6 +407,9 @@ pmhash_redo(XLogReaderState *record)
 		case XLOG_PMHASH_REBUILD:
 			redo_rebuild(record);
 			break;
+		case XLOG_PMHASH_SPLIT:
+			redo_split(record);
+			break;
 		case XLOG_PMHASH_COPY:
 			redo_copy(record);
 			break;
@@ -399,6 +462,7 @@ pmhash_desc(StringInfo buf, XLogReaderState *record)
 		case XLOG_PMHASH_DELETE:
 		case XLOG_PMHASH_DELETE_EXACT:
 		case XLOG_PMHASH_REBUILD:
+		case XLOG_PMHASH_SPLIT:
 		case XLOG_PMHASH_KILL:
 			{
 				xl_pmhash_entries *xlrec = (xl_pmhash_entries *) data;
@@ -409,6 +473,9 @@ pmhash_desc(StringInfo buf, XLogReaderState *record)
 				if (info == XLOG_PMHASH_KILL)
 					appendStringInfo(buf, "; conflict horizon %u",
 									 ((xl_pmhash_kill *) data)->conflict_horizon);
+				if (info == XLOG_PMHASH_SPLIT)
+					appendStringInfo(buf, "; level %u",
+									 pmh_map_level(((xl_pmhash_split *) data)->map));
 				break;
 			}
 		case XLOG_PMHASH_COPY:
@@ -456,6 +523,8 @@ pmhash_identify(uint8 info)
 			return "DELETE";
 		case XLOG_PMHASH_REBUILD:
 			return "REBUILD";
+		case XLOG_PMHASH_SPLIT:
+			return "SPLIT";
 		case XLOG_PMHASH_COPY:
 			return "COPY";
 		case XLOG_PMHASH_BUILT:

@@ -195,6 +195,60 @@ pmhash_shard_entries(Relation index, PmhashLocal *ix, uint32 shard, PmhEntry **e
 }
 
 /*
+ * Split the shard at the split pointer of the map read as map, holding the
+ * locks of both of its slots (in stripe order), unless the map moved
+ * meanwhile (another backend split it) or no room is left; its entries are
+ * logged (SPLIT).  Returns whether the shard split.
+ */
+static bool
+split_shard(Relation index, PmhashLocal *ix, uint64 map)
+{
+	uint32		low = pmh_map_split(map);
+	uint32		high = low + (UINT32_C(1) << pmh_map_level(map));
+	PmhCounts	counts[2];
+	PmhSegment	seg;
+	PmhStatus	st = PMH_FULL;
+
+	pmhash_lock_shard_pair(ix->share, low, high);
+	if (pg_atomic_read_u64(&ix->share->shard_map) == map && !ix->share->shards[low].broken)
+	{
+		pmhash_shard_segment(ix, low, &seg);
+		st = pmh_table_split(&ix->table, &seg, map, ix->logged ? GetXLogInsertRecPtr() : 0,
+							 &counts[0], &counts[1]);
+		if (st == PMH_OK)
+		{
+			ix->share->shards[low].counts = counts[0];
+			ix->share->shards[high].counts = counts[1];
+			/* entries left the slot: what scans noted of it is stale */
+			ix->share->shards[low].removals++;
+		}
+	}
+	pmhash_unlock_shard_pair(ix->share, low, high);
+	if (st == PMH_CORRUPT)
+		pmhash_raise_shard_damaged(RelationGetRelationName(index), low);
+	return st == PMH_OK;
+}
+
+/*
+ * Whether an insert into a shard (its segment and counts read under its
+ * lock) should split the shard at the split pointer instead of growing its
+ * own: it must grow, holds PMHASH_SHARD_ENTRIES or more, and the map can
+ * take another slot.  Linear hashing: any shard that overflows advances
+ * the splits, which keep every shard within about twice the target.
+ */
+static bool
+should_split(PmhashLocal *ix, const PmhSegment *seg, const PmhashShardState *state,
+			 uint64 map)
+{
+	uint32		level = pmh_map_level(map);
+
+	return seg->unit != 0 && state->counts.entries >= PMHASH_SHARD_ENTRIES &&
+		pmh_needs_growth(state->counts.slots, seg->nbuckets) &&
+		level >= 9 && level < PMH_MAX_SHARD_BITS &&
+		pmh_map_slots(map) < pmh_slot_room(ix->table.shard_bits);
+}
+
+/*
  * Insert one entry, growing its shard when needed, if gate (when given)
  * admits it: the gate runs under the shard lock, just before the insert.
  * PMH_INSERT_IF_ABSENT skips an entry already stored (after a rebuild from
@@ -206,16 +260,32 @@ bool
 pmhash_insert_entry(Relation index, PmhashLocal *ix, uint32 hash, ItemPointer tid,
 					PmhInsertMode mode, PmhashInsertGate gate, void *gate_arg)
 {
-	uint32		shard = pmhash_lock_shard_of(ix, hash, LW_EXCLUSIVE);
-	PmhashShardState *state = &ix->share->shards[shard];
-	LWLock	   *lock = pmhash_shard_lock(ix->share, shard);
+	uint32		shard;
+	PmhashShardState *state;
+	LWLock	   *lock;
 	PmhTid		ptid;
 	PmhSegment	seg;
 	uint64		lsn = 0;
 	PmhStatus	st;
+	bool		split = false;
 
 	memcpy(&ptid, tid, sizeof(PmhTid));
-	pmhash_shard_segment(ix, shard, &seg);
+	for (;;)
+	{
+		uint64		map;
+
+		shard = pmhash_lock_shard_of(ix, hash, LW_EXCLUSIVE);
+		state = &ix->share->shards[shard];
+		lock = pmhash_shard_lock(ix->share, shard);
+		pmhash_shard_segment(ix, shard, &seg);
+		map = pg_atomic_read_u64(&ix->share->shard_map);
+		/* one split per insert, done with no lock of ours held */
+		if (split || !should_split(ix, &seg, state, map))
+			break;
+		LWLockRelease(lock);
+		(void) split_shard(index, ix, map);
+		split = true;
+	}
 	if (gate != NULL && !gate(gate_arg, &seg, state, ix->share->share_gen))
 	{
 		LWLockRelease(lock);

@@ -185,6 +185,33 @@ pmhash_shard_lock(PmhashShare *share, uint32 shard)
 	return &locks[FIRST_ALLOC_LOCK + pmhash_max_indexes + stripe].lock;
 }
 
+/*
+ * Take the writer locks of two shards, as a split does: in the order of
+ * their stripes, and once if they share one.
+ */
+void
+pmhash_lock_shard_pair(PmhashShare *share, uint32 a, uint32 b)
+{
+	LWLock	   *first = pmhash_shard_lock(share, a);
+	LWLock	   *second = pmhash_shard_lock(share, b);
+
+	LWLockAcquire(Min(first, second), LW_EXCLUSIVE);
+	if (second != first)
+		LWLockAcquire(Max(first, second), LW_EXCLUSIVE);
+}
+
+/* Release what pmhash_lock_shard_pair took. */
+void
+pmhash_unlock_shard_pair(PmhashShare *share, uint32 a, uint32 b)
+{
+	LWLock	   *first = pmhash_shard_lock(share, a);
+	LWLock	   *second = pmhash_shard_lock(share, b);
+
+	if (second != first)
+		LWLockRelease(second);
+	LWLockRelease(first);
+}
+
 /* Announce that this backend may read index memory from now on. */
 void
 pmhash_enter(void)

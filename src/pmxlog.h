@@ -29,6 +29,7 @@
 #define XLOG_PMHASH_KILL		0x60
 #define XLOG_PMHASH_DELETE_EXACT	0x70
 #define XLOG_PMHASH_COPY_DATA	0x80
+#define XLOG_PMHASH_SPLIT		0x90
 
 typedef struct xl_pmhash_create
 {
@@ -115,6 +116,17 @@ typedef struct xl_pmhash_kill
 } xl_pmhash_kill;
 
 /* BUILT: a build outside a transaction (CREATE_BUILDING) finished */
+/*
+ * SPLIT: a shard split at the split pointer of map (the map before the
+ * split), entries.shard being its slot; the shard's entries, with their
+ * hash codes, follow.
+ */
+typedef struct xl_pmhash_split
+{
+	xl_pmhash_entries entries;	/* fill_permille unused */
+	uint64		map;
+} xl_pmhash_split;
+
 typedef struct xl_pmhash_built
 {
 	RelFileLocator node;

@@ -236,7 +236,7 @@ typedef struct PmhTableOps
 	uint64_t	(*mapped_units) (void *arg);
 	void		(*log_rebuild) (void *arg, uint32_t shard, const PmhEntry *entries,
 								uint64_t count, double fill);
-	void		(*log_split) (void *arg, uint32_t slot, const PmhEntry *entries,
+	void		(*log_split) (void *arg, uint32_t slot, uint64_t map, const PmhEntry *entries,
 							  uint64_t count);
 	void	   *arg;
 } PmhTableOps;

@@ -323,7 +323,7 @@ pmh_table_split(const PmhTable *t, const PmhSegment *seg, uint64_t map, uint64_t
 	ops->publish_map(ops->arg, next);
 	publish(t, seg->slot, &pub[0]);
 	if (ops->log_split)
-		ops->log_split(ops->arg, seg->slot, work, n);
+		ops->log_split(ops->arg, seg->slot, map, work, n);
 	ops->free_memory(ops->arg, work);
 	if (seg->unit != 0)
 		ops->free_space(ops->arg, seg->unit, 1 + (uint64_t) seg->nbuckets + seg->nposting);
