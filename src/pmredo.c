@@ -265,10 +265,46 @@ redo_rebuild(XLogReaderState *record)
 }
 
 /*
+ * Replace the two halves of a split wholesale from its record's entries
+ * (sorted by hash), as REBUILD replaces a shard: each slot at depth
+ * level + 1.
+ */
+static PmhStatus
+replace_halves(PmhashLocal *ix, const xl_pmhash_split *xlrec, const PmhEntry *entries,
+			   XLogRecPtr lsn)
+{
+	uint32		level = pmh_map_level(xlrec->map);
+	uint32		slots[2] = {xlrec->entries.shard, xlrec->entries.shard + (UINT32_C(1) << level)};
+	uint64		point = pmh_split_point(entries, xlrec->entries.count, level);
+	uint64		from[2] = {0, point};
+	uint64		count[2] = {point, xlrec->entries.count - point};
+
+	for (int h = 0; h < 2; h++)
+	{
+		PmhashShardState *state = &ix->share->shards[slots[h]];
+		PmhPublication pub;
+		PmhSegment	seg;
+
+		if (state->broken || !pmh_mirror_read(&state->mirror, &pub))
+			pub = (PmhPublication) {0, 0, level + 1};
+		pub.depth = level + 1;
+		pmh_table_segment(&ix->table, slots[h], &pub, &seg);
+		if (pmh_table_rebuild(&ix->table, &seg, entries + from[h], count[h], 1,
+							  PMH_REBUILD_FILL, lsn, &state->counts) != PMH_OK)
+			return PMH_CORRUPT;
+		state->broken = false;
+	}
+	return PMH_OK;
+}
+
+/*
  * Replay a split: the shard at the split pointer of the record's map splits
- * as it did on the primary, unless the file's map is past that already
- * (the split was durable before a crash; attaching the file finished it).
- * A broken shard is first rebuilt from the record's entries.
+ * as it did on the primary (a broken shard first rebuilt from the record's
+ * entries).  If the file's map is past the record's already (the map
+ * reached the file before the halves did, on the msync path, or later
+ * changes are in it too), both halves are replaced wholesale from the
+ * record, as REBUILD replaces a shard; the records after it bring them up
+ * to date.
  */
 static void
 redo_split(XLogReaderState *record)
@@ -296,7 +332,13 @@ redo_split(XLogReaderState *record)
 	}
 	state = &ix->share->shards[low];
 	pmhash_lock_shard_pair(ix->share, low, high);
-	if (pg_atomic_read_u64(&ix->share->shard_map) == xlrec->map)
+	if (pg_atomic_read_u64(&ix->share->shard_map) != xlrec->map)
+	{
+		if (pmh_map_slots(pg_atomic_read_u64(&ix->share->shard_map)) > high &&
+			replace_halves(ix, xlrec, entries, record->EndRecPtr) != PMH_OK)
+			state->broken = true;
+	}
+	else
 	{
 		if (state->broken)
 		{

@@ -1,0 +1,135 @@
+# Shard splits (linear hashing over the shards) through WAL replay, a
+# streaming standby, a crash in the middle of splitting and a promotion.
+#
+# An index made on an empty table (512 shards) grows past 2,048 entries per
+# shard, so that inserts split the shard at the split pointer one at a time
+# and the index ends with more shards.  A standby made before the load
+# replays the SPLIT records.  Then a load that splits is cut short by an
+# immediate shutdown, and crash recovery must finish or redo the split it
+# interrupted.  At each step, on every node: the index has as many shards
+# as the primary's, a sample of present and absent keys finds through the
+# index exactly the rows a seqscan finds, and pmhash_verify counts every
+# row.  The promoted standby goes on splitting.  The logs must show no
+# error and no crash.
+use strict;
+use warnings;
+
+use FindBin;
+use lib $FindBin::RealBin;
+use PmhashRecovery;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $BATCH = 300000;
+my $next_id = 1;
+
+# Insert $rows rows with random keys into g.
+sub load
+{
+	my ($node, $rows) = @_;
+	$node->safe_psql('postgres',
+		"INSERT INTO g SELECT i, (random() * 1e15)::int8 FROM generate_series($next_id, "
+		  . ($next_id + $rows - 1) . ") i");
+	$next_id += $rows;
+	return;
+}
+
+# The number of shards of g_k.
+sub shards
+{
+	my ($node) = @_;
+	return $node->safe_psql('postgres', "SELECT count(*) FROM pmhash_shards('g_k')");
+}
+
+# Check g_k on a node: a sample of 2,000 present keys and 500 absent ones
+# gives by index scan what a hash join over a seqscan gives, and
+# pmhash_verify counts every row.
+sub check_g
+{
+	my ($node, $name) = @_;
+	my $out = $node->safe_psql(
+		'postgres', q{
+CREATE TEMP TABLE sample AS
+	(SELECT k FROM g ORDER BY id % 997, id LIMIT 2000)
+	UNION SELECT -g FROM generate_series(1, 500) g;
+SET enable_seqscan = off; SET enable_bitmapscan = off;
+CREATE TEMP TABLE by_index AS
+	SELECT s.k, (SELECT count(*) FROM g x WHERE x.k = s.k) AS n FROM sample s;
+SET enable_seqscan = on; SET enable_indexscan = off;
+CREATE TEMP TABLE by_seqscan AS
+	SELECT s.k, count(g.k) AS n FROM sample s LEFT JOIN g ON g.k = s.k GROUP BY s.k;
+SELECT (SELECT count(*) FROM (TABLE by_index EXCEPT TABLE by_seqscan) a)
+	 + (SELECT count(*) FROM (TABLE by_seqscan EXCEPT TABLE by_index) b),
+	(SELECT sum(n) FROM by_index),
+	pmhash_verify('g_k'), (SELECT count(*) FROM g);
+});
+	my ($mismatches, $found, $verified, $rows) = split /\|/, $out;
+	is($mismatches, '0', "$name: index scans find what the seqscan finds ($found rows)");
+	cmp_ok($found, '>=', 2000, "$name: the sample's present keys were found");
+	is($verified, $rows, "$name: pmhash_verify counts the $rows rows");
+	return;
+}
+
+my $primary = new_node('primary', init => { allows_streaming => 1 },
+	conf => "max_wal_size = 4GB\nwal_keep_size = 4GB\n");
+start_node($primary);
+my $log_start = log_offset($primary);
+$primary->safe_psql('postgres',
+	'CREATE EXTENSION pmhash; CREATE TABLE g (id int8, k int8); '
+	  . 'CREATE INDEX g_k ON g USING pmhash (k);');
+is(shards($primary), '512', 'the index made on an empty table has 512 shards');
+
+$primary->backup('before_load');
+my $standby = new_node_from_backup('standby', $primary, 'before_load',
+	restore => { has_streaming => 1 });
+start_node($standby);
+my $standby_log = log_offset($standby);
+
+# 1. growth that splits, replayed by the standby
+load($primary, $BATCH) for 1 .. 4;
+my $grown = shards($primary);
+cmp_ok($grown, '>', 512, "the index split its shards as it grew ($grown shards)");
+my $most = $primary->safe_psql('postgres', "SELECT max(entries) FROM pmhash_shards('g_k')");
+cmp_ok($most, '<', 2 * 2048 + 512, "no shard holds much over twice the target ($most)");
+check_g($primary, 'primary after growth');
+$primary->safe_psql('postgres', 'DELETE FROM g WHERE id % 5 = 0');
+$primary->safe_psql('postgres', $VACUUM . ' g');
+check_g($primary, 'primary after VACUUM');
+$primary->wait_for_catchup($standby);
+is(shards($standby), shards($primary), 'the standby has as many shards as the primary');
+check_g($standby, 'standby');
+
+# 2. a crash in the middle of splitting
+my $before = shards($primary);
+my $bg = $primary->background_psql('postgres', on_error_stop => 0);
+$bg->query_until(qr/started/,
+	"\\echo started\nINSERT INTO g SELECT i, (random() * 1e15)::int8 FROM generate_series("
+	  . "$next_id, " . ($next_id + 2 * $BATCH - 1) . ") i;\n");
+$next_id += 2 * $BATCH;
+wait_until(60, sub { shards($primary) > $before + 20 })
+  or diag 'no split seen before the crash';
+$primary->stop('immediate');
+eval { $bg->quit };
+start_node($primary);
+check_g($primary, 'primary after a crash while splitting');
+load($primary, $BATCH);
+check_g($primary, 'primary growing after the crash');
+$primary->wait_for_catchup($standby);
+is(shards($standby), shards($primary), 'the standby follows the splits after the crash');
+check_g($standby, 'standby after the crash');
+
+# 3. the promoted standby splits on its own
+$standby->promote;
+$standby->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()')
+  or die 'promotion timed out';
+my $at_promotion = shards($standby);
+load($standby, $BATCH) for 1 .. 2;
+cmp_ok(shards($standby), '>', $at_promotion, 'the promoted standby splits shards');
+check_g($standby, 'promoted standby');
+
+check_log($primary, $log_start, 'primary');
+check_log($standby, $standby_log, 'standby');
+$standby->stop;
+$primary->stop;
+done_testing();
