@@ -4,9 +4,10 @@
 # An index made on an empty table (512 shards) grows to 2.1M rows, past
 # 2,048 entries per shard, so that inserts split the shard at the split pointer one at a time
 # and the index ends with more shards.  A standby made before the load
-# replays the SPLIT records.  Then a load that splits is cut short by an
-# immediate shutdown, and crash recovery must finish or redo the split it
-# interrupted.  At each step, on every node: the index has as many shards
+# replays the SPLIT records.  Then a load is cut short by an immediate
+# shutdown (once a split happened, or after a minute), and crash recovery
+# must finish or redo any split it interrupted.  All of it on the msync path and on the persistent-memory
+# path.  At each step, on every node: the index has as many shards
 # as the primary's, a sample of present and absent keys finds through the
 # index exactly the rows a seqscan finds, and pmhash_verify counts every
 # row.  The promoted standby goes on splitting.  The logs must show no
@@ -66,65 +67,77 @@ sub check_g
 	return;
 }
 
-my $primary = new_node('primary', init => { allows_streaming => 1 },
-	conf => "max_wal_size = 4GB\nwal_keep_size = 4GB\n");
-start_node($primary);
-my $log_start = log_offset($primary);
-$primary->safe_psql('postgres',
-	'CREATE EXTENSION pmhash; CREATE TABLE g (id int8, k int8); '
-	  . 'CREATE INDEX g_k ON g USING pmhash (k);');
-is(shards($primary), '512', 'the index made on an empty table has 512 shards');
+# The whole sequence on one path: 'msync' or 'pmem' (PMEM_IS_PMEM_FORCE=1),
+# with the files in the data directory, which the standby's base backup
+# copies.
+sub run_path
+{
+	my ($path) = @_;
+	my %files = (dir => 'data', force => $path eq 'pmem' ? 1 : 0);
+	$next_id = 1;
+	my $primary = new_node("primary_$path", init => { allows_streaming => 1 }, %files,
+		conf => "max_wal_size = 4GB\nwal_keep_size = 4GB\n");
+	start_node($primary);
+	my $log_start = log_offset($primary);
+	$primary->safe_psql('postgres',
+		'CREATE EXTENSION pmhash; CREATE TABLE g (id int8, k int8); '
+		  . 'CREATE INDEX g_k ON g USING pmhash (k);');
+	is(shards($primary), '512', "$path: the index made on an empty table has 512 shards");
 
-$primary->backup('before_load');
-my $standby = new_node_from_backup('standby', $primary, 'before_load',
-	restore => { has_streaming => 1 });
-start_node($standby);
-my $standby_log = log_offset($standby);
+	$primary->backup('before_load');
+	my $standby = new_node_from_backup("standby_$path", $primary, 'before_load', %files,
+		restore => { has_streaming => 1 });
+	start_node($standby);
+	my $standby_log = log_offset($standby);
 
-# 1. growth that splits, replayed by the standby
-load($primary, $BATCH) for 1 .. 7;
-my $grown = shards($primary);
-cmp_ok($grown, '>', 512, "the index split its shards as it grew ($grown shards)");
-my $most = $primary->safe_psql('postgres', "SELECT max(entries) FROM pmhash_shards('g_k')");
-cmp_ok($most, '<', 2 * 2048 + 512, "no shard holds much over twice the target ($most)");
-check_g($primary, 'primary after growth');
-$primary->safe_psql('postgres', 'DELETE FROM g WHERE id % 5 = 0');
-$primary->safe_psql('postgres', $VACUUM . ' g');
-check_g($primary, 'primary after VACUUM');
-$primary->wait_for_catchup($standby);
-is(shards($standby), shards($primary), 'the standby has as many shards as the primary');
-check_g($standby, 'standby');
+	# 1. growth that splits, replayed by the standby
+	load($primary, $BATCH) for 1 .. 7;
+	my $grown = shards($primary);
+	cmp_ok($grown, '>', 512, "$path: the index split its shards as it grew ($grown shards)");
+	my $most = $primary->safe_psql('postgres', "SELECT max(entries) FROM pmhash_shards('g_k')");
+	cmp_ok($most, '<', 2 * 2048 + 512, "$path: no shard holds much over twice the target ($most)");
+	check_g($primary, "$path: primary after growth");
+	$primary->safe_psql('postgres', 'DELETE FROM g WHERE id % 5 = 0');
+	$primary->safe_psql('postgres', $VACUUM . ' g');
+	check_g($primary, "$path: primary after VACUUM");
+	$primary->wait_for_catchup($standby);
+	is(shards($standby), shards($primary), "$path: the standby has as many shards as the primary");
+	check_g($standby, "$path: standby");
 
-# 2. a crash in the middle of splitting
-my $before = shards($primary);
-my $bg = $primary->background_psql('postgres', on_error_stop => 0);
-$bg->query_until(qr/started/,
-	"\\echo started\nINSERT INTO g SELECT i, (random() * 1e15)::int8 FROM generate_series("
-	  . "$next_id, " . ($next_id + 2 * $BATCH - 1) . ") i;\n");
-$next_id += 2 * $BATCH;
-wait_until(60, sub { shards($primary) > $before + 20 })
-  or diag 'no split seen before the crash';
-$primary->stop('immediate');
-eval { $bg->quit };
-start_node($primary);
-check_g($primary, 'primary after a crash while splitting');
-load($primary, $BATCH);
-check_g($primary, 'primary growing after the crash');
-$primary->wait_for_catchup($standby);
-is(shards($standby), shards($primary), 'the standby follows the splits after the crash');
-check_g($standby, 'standby after the crash');
+	# 2. a crash during a load (in the middle of a split when one is under way)
+	my $before = shards($primary);
+	my $bg = $primary->background_psql('postgres', on_error_stop => 0);
+	$bg->query_until(qr/started/,
+		"\\echo started\nINSERT INTO g SELECT i, (random() * 1e15)::int8 FROM generate_series("
+		  . "$next_id, " . ($next_id + 2 * $BATCH - 1) . ") i;\n");
+	$next_id += 2 * $BATCH;
+	wait_until(60, sub { shards($primary) > $before })
+	  or note 'no split before the crash';
+	$primary->stop('immediate');
+	eval { $bg->quit };
+	start_node($primary);
+	check_g($primary, "$path: primary after a crash during a load");
+	load($primary, $BATCH);
+	check_g($primary, "$path: primary growing after the crash");
+	$primary->wait_for_catchup($standby);
+	is(shards($standby), shards($primary), "$path: the standby follows the splits after the crash");
+	check_g($standby, "$path: standby after the crash");
 
-# 3. the promoted standby splits on its own
-$standby->promote;
-$standby->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()')
-  or die 'promotion timed out';
-my $at_promotion = shards($standby);
-load($standby, $BATCH) for 1 .. 2;
-cmp_ok(shards($standby), '>', $at_promotion, 'the promoted standby splits shards');
-check_g($standby, 'promoted standby');
+	# 3. the promoted standby splits on its own
+	$standby->promote;
+	$standby->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()')
+	  or die 'promotion timed out';
+	my $at_promotion = shards($standby);
+	load($standby, $BATCH) for 1 .. 2;
+	cmp_ok(shards($standby), '>', $at_promotion, "$path: the promoted standby splits shards");
+	check_g($standby, "$path: promoted standby");
 
-check_log($primary, $log_start, 'primary');
-check_log($standby, $standby_log, 'standby');
-$standby->stop;
-$primary->stop;
+	check_log($primary, $log_start, "$path: primary");
+	check_log($standby, $standby_log, "$path: standby");
+	$standby->stop;
+	$primary->stop;
+	return;
+}
+
+run_path($_) for qw(msync pmem);
 done_testing();
