@@ -1,5 +1,5 @@
 # Shard splits (linear hashing over the shards) through WAL replay, a
-# streaming standby, a crash in the middle of splitting and a promotion.
+# streaming standby, a crash during a load and a promotion.
 #
 # An index made on an empty table (512 shards) grows to 2.1M rows, past
 # 2,048 entries per shard, so that inserts split the shard at the split pointer one at a time
