@@ -230,11 +230,29 @@ split_shard(Relation index, PmhashLocal *ix, uint64 map)
 }
 
 /*
+ * Whether the shards of a map hold more than PMHASH_SHARD_ENTRIES each on
+ * average, by their counters read without their locks (an estimate).
+ */
+static bool
+over_target(PmhashLocal *ix, uint64 map)
+{
+	uint32		nslots = pmh_map_slots(map);
+	uint64		total = 0;
+
+	for (uint32 s = 0; s < nslots; s++)
+		total += ((volatile PmhashShardState *) &ix->share->shards[s])->counts.entries;
+	return total > (uint64) PMHASH_SHARD_ENTRIES * nslots;
+}
+
+/*
  * Whether an insert into a shard (its segment and counts read under its
- * lock) should split the shard at the split pointer instead of growing its
- * own: it must grow, holds PMHASH_SHARD_ENTRIES or more, and the map can
- * take another slot.  Linear hashing: any shard that overflows advances
- * the splits, which keep every shard within about twice the target.
+ * lock) should split the shard at the split pointer before growing its
+ * own: it must grow, the map can take another slot, and either the shard
+ * holds PMHASH_SHARD_ENTRIES or more or the shards do on average.  Linear
+ * hashing: any shard that overflows advances the splits, which keep every
+ * shard within about twice the target; the average, counted only when a
+ * shard must grow, keeps the splits going when the overflowing shards are
+ * the small ones already split.
  */
 static bool
 should_split(PmhashLocal *ix, const PmhSegment *seg, const PmhashShardState *state,
@@ -242,10 +260,10 @@ should_split(PmhashLocal *ix, const PmhSegment *seg, const PmhashShardState *sta
 {
 	uint32		level = pmh_map_level(map);
 
-	return seg->unit != 0 && state->counts.entries >= PMHASH_SHARD_ENTRIES &&
-		pmh_needs_growth(state->counts.slots, seg->nbuckets) &&
+	return seg->unit != 0 && pmh_needs_growth(state->counts.slots, seg->nbuckets) &&
 		level >= 9 && level < PMH_MAX_SHARD_BITS &&
-		pmh_map_slots(map) < pmh_slot_room(ix->table.shard_bits);
+		pmh_map_slots(map) < pmh_slot_room(ix->table.shard_bits) &&
+		(state->counts.entries >= PMHASH_SHARD_ENTRIES || over_target(ix, map));
 }
 
 /*
