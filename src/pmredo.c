@@ -228,7 +228,11 @@ redo_delete(XLogReaderState *record, uint8 info)
 	pfree(set.entries);
 }
 
-/* Replay a rebuild: the shard's content becomes the record's. */
+/*
+ * Replay a rebuild: the shard's content becomes the record's, or the part of
+ * it in the slot's shard if the file's map is past a later split of it (the
+ * SPLIT record that follows replaces both halves).
+ */
 static void
 redo_rebuild(XLogReaderState *record)
 {
@@ -252,8 +256,12 @@ redo_rebuild(XLogReaderState *record)
 	LWLockAcquire(pmhash_shard_lock(ix->share, xlrec->shard), LW_EXCLUSIVE);
 	/* a broken shard's segment is not used: it is replaced as if absent */
 	if (state->broken)
+	{
+		uint64		map = pg_atomic_read_u64(&ix->share->shard_map);
+
 		pmh_table_segment(&ix->table, xlrec->shard,
-						  &(PmhPublication) {0, 0, ix->table.shard_bits}, &seg);
+						  &(PmhPublication) {0, 0, pmh_map_depth(map, xlrec->shard)}, &seg);
+	}
 	else
 		pmhash_shard_segment(ix, xlrec->shard, &seg);
 	st = pmh_table_rebuild(&ix->table, &seg, entries, xlrec->count, 1,

@@ -222,10 +222,13 @@ rebuild_shard(const PmhTable *t, const PmhSegment *seg, const PmhEntry *extra,
 	scratch = ops->alloc_memory(ops->arg, (room ? room : 1) * sizeof(PmhEntry));
 	for (uint64_t k = 0; k < nextra; k++)
 	{
-		work[n + k] = extra[k];
-		work[n + k].hash = pmh_canonical_hash(extra[k].hash, seg->shard_bits);
+		/* a record of the shard from before a split names both halves' */
+		if (pmh_shard_of(extra[k].hash, seg->shard_bits) != seg->shard)
+			continue;
+		work[n] = extra[k];
+		work[n++].hash = pmh_canonical_hash(extra[k].hash, seg->shard_bits);
 	}
-	n = pmh_sort_entries(work, n + nextra, scratch);
+	n = pmh_sort_entries(work, n, scratch);
 	ops->free_memory(ops->arg, scratch);
 
 	if (write_segment(t, work, n, seg->shard, seg->shard_bits, fill, generation, lsn, &pub,
@@ -254,7 +257,8 @@ rebuild_shard(const PmhTable *t, const PmhSegment *seg, const PmhEntry *extra,
 /*
  * Rebuild a shard from its current segment (seg, of no buckets if none)
  * plus extra entries, or from the extra entries alone if replace is set, at
- * the given bucket fill.  The content is logged through log_rebuild when the
+ * the given bucket fill.  Extra entries outside the segment's shard are
+ * left out: replay may bring the entries of a shard split since.  The content is logged through log_rebuild when the
  * caller asks for it.  counts receives the new content.
  */
 PmhStatus

@@ -253,14 +253,65 @@ slot_segment(MemTable *mt, uint32_t slot, uint32_t shard, uint32_t depth, PmhSeg
 }
 
 /*
+ * Replay of a REBUILD record of a shard of depth bits (slot 0) from before
+ * its split, onto each half, as crash recovery does when the file's map is
+ * past the split: each half takes only its own part of the record's
+ * entries, verifies, and keeps its count.
+ */
+static void
+replay_old_rebuild(MemTable *mt, const Model *m, uint32_t shard, uint32_t bits, const char *shape)
+{
+	uint32_t	slots[2] = {0, UINT32_C(1) << bits};
+	PmhEntry   *record = malloc((m->n + 1) * sizeof(PmhEntry));
+	uint64_t	n = 0;
+
+	for (uint64_t j = 0; j < m->n; j++)
+		if (pmh_shard_of(m->hash[j], bits) == shard)
+			record[n++] = (PmhEntry) {m->hash[j], tid_of(j), 0};
+	for (int h = 0; h < 2 && !test_failed; h++)
+	{
+		PmhSegment	seg;
+		PmhCounts	before = mt->counts[slots[h]];
+		PmhCounts	found;
+		PmhEntry   *scratch;
+		uint64_t	live = 0;
+		char		msg[256];
+		const char *err;
+
+		memtable_segment(mt, slots[h], &seg);
+		CHECK(pmh_table_rebuild(&mt->table, &seg, record, n, 1, PMH_REBUILD_FILL, ++mt->lsn,
+								&mt->counts[slots[h]]) == PMH_OK,
+			  "%s: replay of the old rebuild onto half %d failed", shape, h);
+		memtable_segment(mt, slots[h], &seg);
+		if (seg.unit == 0)
+		{
+			CHECK(before.entries == 0, "%s: half %d lost its %llu entries", shape, h,
+				  (unsigned long long) before.entries);
+			continue;
+		}
+		pmh_segment_count(&seg, &found);
+		scratch = malloc((found.slots + found.entries + 1) * sizeof(PmhEntry));
+		err = pmh_segment_verify(&seg, 42, mt->units, scratch, found.slots + found.entries + 1,
+								 &live, msg, sizeof(msg));
+		free(scratch);
+		CHECK(err == NULL && found.entries == before.entries,
+			  "%s: half %d after the old rebuild: %s, %llu entries, %llu before", shape, h,
+			  err ? err : "sound", (unsigned long long) found.entries,
+			  (unsigned long long) before.entries);
+	}
+	free(record);
+}
+
+/*
  * pmh_table_split divides the shard at the split pointer between its
  * halves one bit deeper: each key's TIDs are found in its own half, none
  * in the other, both halves verify and hold as many entries as the shard
  * did, the upper half is published before the map moves (in the file and
  * for readers) and the old segment replaced after; keys of other shards
  * are untouched.  Shapes: distinct keys, keys with posting chains, an
- * empty upper half.  A shard of fewer than 9 bits does not split (its
- * hashes are not whole).
+ * empty upper half.  A REBUILD of the shard from before the split,
+ * replayed onto each half, leaves it as it was.  A shard of fewer than 9
+ * bits does not split (its hashes are not whole).
  */
 void
 test_split(void)
@@ -375,6 +426,7 @@ test_split(void)
 		check_table(mt, &m);
 		CHECK(memtable_attach(mt) == NULL && mt->map == pmh_map_make(bits, 1, PMH_HEADER_UNITS),
 			  "%s: attach after the split", shapes[shape]);
+		replay_old_rebuild(mt, &m, shard, bits, shapes[shape]);
 		check_and_free(mt, &m);
 	}
 
