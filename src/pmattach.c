@@ -95,6 +95,21 @@ ops_publish_map(void *arg, uint64 map)
 	pg_atomic_write_u64(&((PmhashLocal *) arg)->share->shard_map, map);
 }
 
+/*
+ * Log the shard map once per attachment of the share, before the first
+ * record that names a slot, when the index is logged (src/README, The
+ * shard map in the WAL).
+ */
+void
+pmhash_log_map_once(PmhashLocal *ix)
+{
+	if (ix->logged && !ix->share->map_logged)
+	{
+		pmhash_log_map(&ix->node, pg_atomic_read_u64(&ix->share->shard_map));
+		ix->share->map_logged = true;
+	}
+}
+
 /* Table callback: log a split shard's entries, when the index is logged. */
 static void
 ops_log_split(void *arg, uint32 slot, uint64 map, const PmhEntry *entries, uint64 count)
@@ -112,7 +127,10 @@ ops_log_rebuild(void *arg, uint32 shard, const PmhEntry *entries, uint64 count, 
 	PmhashLocal   *ix = arg;
 
 	if (ix->logged)
+	{
+		pmhash_log_map_once(ix);
 		pmhash_log_rebuild(&ix->node, shard, fill, entries, count);
+	}
 }
 
 /*

@@ -71,6 +71,8 @@ typedef struct PmhashOptions
 #define PMHASH_MIN_FILLFACTOR		10
 
 #define PMHASH_MAX_SHARDS		(1 << PMH_MAX_SHARD_BITS)
+#define PMHASH_WEIGH_EVERY	256		/* inserts of a backend between looks at the
+										 * shards' average (pmshard.c) */
 #define PMHASH_SHARD_ENTRIES	2048	/* target size of a shard: builds aim at it, and
 										 * a shard this full that must grow splits the
 										 * shard at the split pointer first */
@@ -120,6 +122,7 @@ typedef struct PmhashShare
 	uint64		build_generation;
 	uint32		shard_bits;
 	pg_atomic_uint64 shard_map;	/* level, split pointer, descriptor unit */
+	bool		map_logged;		/* a MAP record was written since attaching */
 	bool		checksums;		/* buckets and posting blocks carry checksums */
 	bool		durable;		/* false for temporary indexes */
 	uint64		last_use;		/* attach clock, for eviction */
@@ -163,6 +166,8 @@ typedef struct PmhashLocal
 	SubTransactionId *pending_subids;	/* the subtransaction of each */
 	uint32		npending;
 	XLogRecPtr	pending_since;	/* earliest stamp among them */
+	uint32		inserts_unweighed;	/* inserts since this backend last compared
+									 * the shards' average with the target */
 	RelFileLocator node;			/* full identity for WAL records */
 } PmhashLocal;
 
@@ -351,6 +356,7 @@ extern PmhashLocal *pmhash_open_file(Relation index);
 extern PmhashLocal *pmhash_open_for_redo(const RelFileLocator *node);
 extern PmhashLocal *pmhash_create(Relation index, uint32 shard_bits, bool deferred, bool transactional);
 extern const char *pmhash_check_attached_header(PmhashLocal *ix);
+extern void pmhash_log_map_once(PmhashLocal *ix);
 
 /* pmshard.c */
 #define PMHASH_INSERT_BATCH		256		/* entries per INSERT record at most */
@@ -423,6 +429,7 @@ extern XLogRecPtr pmhash_log_inserts(const RelFileLocator *node, const PmhEntry 
 								  uint32 count, XLogRecPtr since);
 extern XLogRecPtr pmhash_log_split(const RelFileLocator *node, uint32 slot, uint64 map,
 								   const PmhEntry *entries, uint64 count);
+extern XLogRecPtr pmhash_log_map(const RelFileLocator *node, uint64 map);
 extern XLogRecPtr pmhash_log_rebuild(const RelFileLocator *node, uint32 shard, double fill,
 								  const PmhEntry *entries, uint64 count);
 extern XLogRecPtr pmhash_log_delete(const RelFileLocator *node, uint32 shard, PmhashRemoval removal,

@@ -170,14 +170,16 @@ in_deleted_set(void *arg, uint32 hash, PmhTid tid)
 /*
  * Replay a deletion by VACUUM (DELETE, or DELETE_EXACT of phantoms) or by
  * a scan (KILL, first resolving the conflicts with hot-standby queries
- * that may still need the rows): one pass over the shard, deleting by set.
+ * that may still need the rows): one pass over the slot's shard, and the
+ * slots split from it, deleting by set.
  */
 static void
 redo_delete(XLogReaderState *record, uint8 info)
 {
 	xl_pmhash_entries *xlrec = (xl_pmhash_entries *) XLogRecGetData(record);
 	PmhashLocal   *ix;
-	PmhashShardState *state;
+	uint32		step;
+	uint32		nslots;
 	DeletedSet	set;
 	PmhDeleteOps ops = {in_deleted_set, NULL, NULL, &set};
 
@@ -210,20 +212,31 @@ redo_delete(XLogReaderState *record, uint8 info)
 		qsort(set.entries, set.count, sizeof(PmhEntry), pmh_entry_cmp);
 	}
 
-	state = &ix->share->shards[xlrec->shard];
-	LWLockAcquire(pmhash_shard_lock(ix->share, xlrec->shard), LW_EXCLUSIVE);
-	if (!state->broken)
+	/*
+	 * The slot and every slot split from its shard since it first existed:
+	 * over a file ahead of the WAL, older inserts' replay may have put
+	 * entries of these TIDs there (src/README, The shard map in the WAL).
+	 */
+	step = UINT32_C(1) << pmh_slot_first_depth(xlrec->shard, ix->table.shard_bits);
+	nslots = pmhash_slots(ix);
+	for (uint32 slot = xlrec->shard; slot < nslots; slot += step)
 	{
-		PmhSegment	seg;
-		uint64		removed;
+		PmhashShardState *state = &ix->share->shards[slot];
 
-		pmhash_shard_segment(ix, xlrec->shard, &seg);
-		if (seg.unit != 0 &&
-			pmh_bulk_delete(&seg, &ops, record->EndRecPtr, &ix->persist, &state->counts,
-							&removed) != PMH_OK)
-			state->broken = true;
+		LWLockAcquire(pmhash_shard_lock(ix->share, slot), LW_EXCLUSIVE);
+		if (!state->broken)
+		{
+			PmhSegment	seg;
+			uint64		removed;
+
+			pmhash_shard_segment(ix, slot, &seg);
+			if (seg.unit != 0 &&
+				pmh_bulk_delete(&seg, &ops, record->EndRecPtr, &ix->persist, &state->counts,
+								&removed) != PMH_OK)
+				state->broken = true;
+		}
+		LWLockRelease(pmhash_shard_lock(ix->share, slot));
 	}
-	LWLockRelease(pmhash_shard_lock(ix->share, xlrec->shard));
 	pmhash_leave();
 	pfree(set.entries);
 }
@@ -273,19 +286,18 @@ redo_rebuild(XLogReaderState *record)
 }
 
 /*
- * Replace the two halves of a split wholesale from its record's entries
- * (sorted by hash), as REBUILD replaces a shard: each slot at depth
- * level + 1.
+ * Replace the two halves of a split wholesale from its record's entries, as
+ * REBUILD replaces a shard: each slot at its depth in the current map
+ * (deeper than the record's if it split again since), with the entries of
+ * its own shard.
  */
 static PmhStatus
 replace_halves(PmhashLocal *ix, const xl_pmhash_split *xlrec, const PmhEntry *entries,
 			   XLogRecPtr lsn)
 {
+	uint64		map = pg_atomic_read_u64(&ix->share->shard_map);
 	uint32		level = pmh_map_level(xlrec->map);
 	uint32		slots[2] = {xlrec->entries.shard, xlrec->entries.shard + (UINT32_C(1) << level)};
-	uint64		point = pmh_split_point(entries, xlrec->entries.count, level);
-	uint64		from[2] = {0, point};
-	uint64		count[2] = {point, xlrec->entries.count - point};
 
 	for (int h = 0; h < 2; h++)
 	{
@@ -294,10 +306,10 @@ replace_halves(PmhashLocal *ix, const xl_pmhash_split *xlrec, const PmhEntry *en
 		PmhSegment	seg;
 
 		if (state->broken || !pmh_mirror_read(&state->mirror, &pub))
-			pub = (PmhPublication) {0, 0, level + 1};
-		pub.depth = level + 1;
+			pub = (PmhPublication) {0, 0, 0};
+		pub.depth = pmh_map_depth(map, slots[h]);
 		pmh_table_segment(&ix->table, slots[h], &pub, &seg);
-		if (pmh_table_rebuild(&ix->table, &seg, entries + from[h], count[h], 1,
+		if (pmh_table_rebuild(&ix->table, &seg, entries, xlrec->entries.count, 1,
 							  PMH_REBUILD_FILL, lsn, &state->counts) != PMH_OK)
 			return PMH_CORRUPT;
 		state->broken = false;
@@ -306,13 +318,92 @@ replace_halves(PmhashLocal *ix, const xl_pmhash_split *xlrec, const PmhEntry *en
 }
 
 /*
+ * Split the shard at the split pointer of map, the share's map, as the
+ * primary did, holding both slots' locks: from its segment, or from the
+ * split's entries if the segment is broken (none: it stays broken).
+ */
+static PmhStatus
+split_at_pointer(PmhashLocal *ix, uint64 map, const PmhEntry *entries, uint64 count,
+				 XLogRecPtr lsn)
+{
+	uint32		low = pmh_map_split(map);
+	uint32		high = low + (UINT32_C(1) << pmh_map_level(map));
+	PmhashShardState *state = &ix->share->shards[low];
+	PmhCounts	counts[2];
+	PmhSegment	seg;
+	PmhStatus	st = PMH_OK;
+
+	if (state->broken)
+	{
+		if (entries == NULL)
+			return PMH_CORRUPT;
+		pmh_table_segment(&ix->table, low, &(PmhPublication) {0, 0, pmh_map_level(map)}, &seg);
+		st = pmh_table_rebuild(&ix->table, &seg, entries, count, 1, PMH_REBUILD_FILL, lsn,
+							   &state->counts);
+	}
+	if (st == PMH_OK)
+	{
+		pmhash_shard_segment(ix, low, &seg);
+		st = pmh_table_split(&ix->table, &seg, map, lsn, &counts[0], &counts[1]);
+	}
+	if (st == PMH_OK)
+	{
+		state->counts = counts[0];
+		ix->share->shards[high].counts = counts[1];
+		ix->share->shards[high].broken = false;
+	}
+	state->broken = st != PMH_OK;
+	return st;
+}
+
+/*
+ * Bring the share's map up to a logged one by splitting, from their
+ * segments, the shards the primary split without a record that reached
+ * this WAL: a crash lost the records, not the splits, which its file kept
+ * (src/README, The shard map in the WAL).  Stops at a broken shard.
+ */
+static void
+catch_up_map(PmhashLocal *ix, uint64 logged, XLogRecPtr lsn)
+{
+	for (;;)
+	{
+		uint64		map = pg_atomic_read_u64(&ix->share->shard_map);
+		uint32		low = pmh_map_split(map);
+		uint32		high = low + (UINT32_C(1) << pmh_map_level(map));
+		PmhStatus	st;
+
+		if (pmh_map_slots(map) >= pmh_map_slots(logged) ||
+			high >= pmh_slot_room(ix->table.shard_bits))
+			return;
+		pmhash_lock_shard_pair(ix->share, low, high);
+		st = split_at_pointer(ix, map, NULL, 0, lsn);
+		pmhash_unlock_shard_pair(ix->share, low, high);
+		if (st != PMH_OK)
+			return;
+	}
+}
+
+/* Replay a shard map: splits this WAL has no record of are made. */
+static void
+redo_map(XLogReaderState *record)
+{
+	xl_pmhash_map *xlrec = (xl_pmhash_map *) XLogRecGetData(record);
+	PmhashLocal   *ix = redo_open(&xlrec->node);
+
+	if (ix == NULL)
+		return;
+	catch_up_map(ix, xlrec->map, record->EndRecPtr);
+	pmhash_leave();
+}
+
+/*
  * Replay a split: the shard at the split pointer of the record's map splits
  * as it did on the primary (a broken shard first rebuilt from the record's
- * entries).  If the file's map is past the record's already (the map
- * reached the file before the halves did, on the msync path, or later
- * changes are in it too), both halves are replaced wholesale from the
- * record, as REBUILD replaces a shard; the records after it bring them up
- * to date.
+ * entries), after any splits this WAL has no record of (catch_up_map).  If
+ * the file's map is past the record's already (the map reached the file
+ * before the record reached the WAL, or later changes are in it too), both
+ * halves are replaced wholesale from the record, as REBUILD replaces a
+ * shard; the records after it bring them up to date.
  */
 static void
 redo_split(XLogReaderState *record)
@@ -321,11 +412,8 @@ redo_split(XLogReaderState *record)
 	PmhashLocal   *ix = redo_open(&xlrec->entries.node);
 	uint32		low = xlrec->entries.shard;
 	uint32		high = low + (UINT32_C(1) << pmh_map_level(xlrec->map));
-	PmhashShardState *state;
 	PmhEntry   *entries;
-	PmhSegment	seg;
-	PmhCounts	counts[2];
-	PmhStatus	st = PMH_OK;
+	uint64		map;
 
 	if (ix == NULL)
 		return;
@@ -338,37 +426,14 @@ redo_split(XLogReaderState *record)
 		pmhash_leave();
 		return;
 	}
-	state = &ix->share->shards[low];
+	catch_up_map(ix, xlrec->map, record->EndRecPtr);
 	pmhash_lock_shard_pair(ix->share, low, high);
-	if (pg_atomic_read_u64(&ix->share->shard_map) != xlrec->map)
-	{
-		if (pmh_map_slots(pg_atomic_read_u64(&ix->share->shard_map)) > high &&
-			replace_halves(ix, xlrec, entries, record->EndRecPtr) != PMH_OK)
-			state->broken = true;
-	}
-	else
-	{
-		if (state->broken)
-		{
-			pmh_table_segment(&ix->table, low,
-							  &(PmhPublication) {0, 0, pmh_map_level(xlrec->map)}, &seg);
-			st = pmh_table_rebuild(&ix->table, &seg, entries, xlrec->entries.count, 1,
-								   PMH_REBUILD_FILL, record->EndRecPtr, &state->counts);
-		}
-		if (st == PMH_OK)
-		{
-			pmhash_shard_segment(ix, low, &seg);
-			st = pmh_table_split(&ix->table, &seg, xlrec->map, record->EndRecPtr, &counts[0],
-								 &counts[1]);
-		}
-		if (st == PMH_OK)
-		{
-			state->counts = counts[0];
-			ix->share->shards[high].counts = counts[1];
-			ix->share->shards[high].broken = false;
-		}
-		state->broken = st != PMH_OK;
-	}
+	map = pg_atomic_read_u64(&ix->share->shard_map);
+	if (map == xlrec->map)
+		(void) split_at_pointer(ix, map, entries, xlrec->entries.count, record->EndRecPtr);
+	else if (pmh_map_slots(map) > high &&
+			 replace_halves(ix, xlrec, entries, record->EndRecPtr) != PMH_OK)
+		ix->share->shards[low].broken = true;
 	pmhash_unlock_shard_pair(ix->share, low, high);
 	pmhash_leave();
 	pfree(entries);
@@ -460,6 +525,9 @@ pmhash_redo(XLogReaderState *record)
 		case XLOG_PMHASH_SPLIT:
 			redo_split(record);
 			break;
+		case XLOG_PMHASH_MAP:
+			redo_map(record);
+			break;
 		case XLOG_PMHASH_COPY:
 			redo_copy(record);
 			break;
@@ -548,6 +616,15 @@ pmhash_desc(StringInfo buf, XLogReaderState *record)
 								 (xlrec->flags & XLOG_PMHASH_COPY_LAST) ? "; last" : "");
 				break;
 			}
+		case XLOG_PMHASH_MAP:
+			{
+				xl_pmhash_map *xlrec = (xl_pmhash_map *) data;
+
+				appendStringInfo(buf, "rel %u/%u/%u; level %u; split pointer %u",
+								 xlrec->node.spcOid, xlrec->node.dbOid, xlrec->node.relNumber,
+								 pmh_map_level(xlrec->map), pmh_map_split(xlrec->map));
+				break;
+			}
 		case XLOG_PMHASH_BUILT:
 			{
 				xl_pmhash_built *xlrec = (xl_pmhash_built *) data;
@@ -575,6 +652,8 @@ pmhash_identify(uint8 info)
 			return "REBUILD";
 		case XLOG_PMHASH_SPLIT:
 			return "SPLIT";
+		case XLOG_PMHASH_MAP:
+			return "MAP";
 		case XLOG_PMHASH_COPY:
 			return "COPY";
 		case XLOG_PMHASH_BUILT:

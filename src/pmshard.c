@@ -244,35 +244,41 @@ over_target(PmhashLocal *ix, uint64 map)
 	return total > (uint64) PMHASH_SHARD_ENTRIES * nslots;
 }
 
+/* Whether the shard at a map's split pointer may split: 9 bits or more, and room for a slot. */
+static bool
+can_split(PmhashLocal *ix, uint64 map)
+{
+	uint32		level = pmh_map_level(map);
+
+	return level >= 9 && level < PMH_MAX_SHARD_BITS &&
+		pmh_map_slots(map) < pmh_slot_room(ix->table.shard_bits);
+}
+
 /*
- * Whether an insert into a shard (its segment and counts read under its
- * lock) should split the shard at the split pointer before growing its
- * own: it must grow, the map can take another slot, and either the shard
- * holds PMHASH_SHARD_ENTRIES or more or the shards do on average.  Linear
+ * Whether a shard that must grow before an insert (its counts read under
+ * its lock) should have the shard at the split pointer split instead: the
+ * map can take another slot, and either the shard holds
+ * PMHASH_SHARD_ENTRIES or more or the shards do on average.  Linear
  * hashing: any shard that overflows advances the splits, which keep every
  * shard within about twice the target; the average, counted only when a
  * shard must grow, keeps the splits going when the overflowing shards are
  * the small ones already split.
  */
 static bool
-should_split(PmhashLocal *ix, const PmhSegment *seg, const PmhashShardState *state,
-			 uint64 map)
+should_split(PmhashLocal *ix, const PmhashShardState *state, uint64 map)
 {
-	uint32		level = pmh_map_level(map);
-
-	return seg->unit != 0 && pmh_needs_growth(state->counts.slots, seg->nbuckets) &&
-		level >= 9 && level < PMH_MAX_SHARD_BITS &&
-		pmh_map_slots(map) < pmh_slot_room(ix->table.shard_bits) &&
+	return can_split(ix, map) &&
 		(state->counts.entries >= PMHASH_SHARD_ENTRIES || over_target(ix, map));
 }
 
 /*
- * Insert one entry, growing its shard when needed, if gate (when given)
- * admits it: the gate runs under the shard lock, just before the insert.
+ * Insert one entry, growing its shard when needed (or first splitting the
+ * shard at the split pointer, once), if gate (when given) admits it: the
+ * gate runs under the shard lock, just before the insert.
  * PMH_INSERT_IF_ABSENT skips an entry already stored (after a rebuild from
- * the table).  Returns whether the entry went in (or was there already).  Its bucket is
- * stamped with the current WAL insert position; the entry is logged later,
- * in a batch.
+ * the table).  Returns whether the entry went in (or was there already).
+ * Its bucket is stamped with the current WAL insert position; the entry is
+ * logged later, in a batch.
  */
 bool
 pmhash_insert_entry(Relation index, PmhashLocal *ix, uint32 hash, ItemPointer tid,
@@ -297,24 +303,42 @@ pmhash_insert_entry(Relation index, PmhashLocal *ix, uint32 hash, ItemPointer ti
 		lock = pmhash_shard_lock(ix->share, shard);
 		pmhash_shard_segment(ix, shard, &seg);
 		map = pg_atomic_read_u64(&ix->share->shard_map);
-		/* one split per insert, done with no lock of ours held */
-		if (split || !should_split(ix, &seg, state, map))
+		if (gate != NULL && !gate(gate_arg, &seg, state, ix->share->share_gen))
+		{
+			LWLockRelease(lock);
+			return false;
+		}
+		if (ix->logged)
+			lsn = GetXLogInsertRecPtr();
+		st = pmh_table_insert_in_place(&ix->table, &seg, &state->counts, hash, ptid, lsn, mode, 0);
+		if (st != PMH_FULL)
 			break;
+		/* one split per insert, done with no lock of ours held */
+		if (split || seg.unit == 0 || !should_split(ix, state, map))
+		{
+			st = pmh_table_grow(&ix->table, &seg, &state->counts, hash, ptid, lsn);
+			break;
+		}
 		LWLockRelease(lock);
 		(void) split_shard(index, ix, map);
 		split = true;
 	}
-	if (gate != NULL && !gate(gate_arg, &seg, state, ix->share->share_gen))
-	{
-		LWLockRelease(lock);
-		return false;
-	}
-	if (ix->logged)
-		lsn = GetXLogInsertRecPtr();
-	st = pmh_table_insert(&ix->table, &seg, &state->counts, hash, ptid, lsn, mode, 0);
 	LWLockRelease(lock);
 	if (ix->logged && (st == PMH_OK || st == PMH_PRESENT))
 		pmhash_queue_insert(ix, hash, ptid, lsn);
+	/*
+	 * Every PMHASH_WEIGH_EVERY inserts, split a shard if the shards hold
+	 * more than the target on average: growth alone does not follow the
+	 * average where a VACUUM left room in the shards.
+	 */
+	if (st == PMH_OK && ++ix->inserts_unweighed >= PMHASH_WEIGH_EVERY)
+	{
+		uint64		map = pg_atomic_read_u64(&ix->share->shard_map);
+
+		ix->inserts_unweighed = 0;
+		if (!split && can_split(ix, map) && over_target(ix, map))
+			(void) split_shard(index, ix, map);
+	}
 	if (st == PMH_CORRUPT)
 		pmhash_raise_shard_damaged(RelationGetRelationName(index), shard);
 	if (st == PMH_FULL)

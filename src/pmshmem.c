@@ -451,6 +451,7 @@ pmhash_share_assign(const PmhashFileKey *key, uint32 shard_bits)
 					 (PmhExtent *) (pool + unit * POOL_UNIT + nshards * sizeof(PmhashShardState)),
 					 (uint32) (nshards + SPARE_EXTENTS));
 	share->shard_bits = shard_bits;
+	share->map_logged = false;
 	share->nretired = 0;
 	share->last_use = pg_atomic_fetch_add_u64(&shared->attach_clock, 1);
 	return share;

@@ -257,7 +257,10 @@ delete_logged(PmhashLocal *ix, uint32 shard, const PmhSegment *seg, const PmhDel
 		state->removals++;
 	}
 	if (vs->nremoved > 0)
+	{
+		pmhash_log_map_once(ix);
 		pmhash_log_delete(&ix->node, shard, removal, horizon, vs->removed, vs->nremoved);
+	}
 	return st;
 }
 

@@ -151,6 +151,19 @@ pmhash_log_split(const RelFileLocator *node, uint32 slot, uint64 map, const PmhE
 					   count);
 }
 
+/* Log the shard map of an index. */
+XLogRecPtr
+pmhash_log_map(const RelFileLocator *node, uint64 map)
+{
+	xl_pmhash_map xlrec;
+
+	xlrec.node = *node;
+	xlrec.map = map;
+	XLogBeginInsert();
+	XLogRegisterData((char *) &xlrec, sizeof(xlrec));
+	return XLogInsert(RM_PMHASH_ID, XLOG_PMHASH_MAP);
+}
+
 /*
  * Log the entries removed from a shard: by VACUUM (DELETE), by a scan that
  * found their rows dead to every transaction (KILL, with the conflict

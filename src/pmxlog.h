@@ -30,6 +30,7 @@
 #define XLOG_PMHASH_DELETE_EXACT	0x70
 #define XLOG_PMHASH_COPY_DATA	0x80
 #define XLOG_PMHASH_SPLIT		0x90
+#define XLOG_PMHASH_MAP			0xA0
 
 typedef struct xl_pmhash_create
 {
@@ -126,6 +127,17 @@ typedef struct xl_pmhash_split
 	xl_pmhash_entries entries;	/* fill_permille unused */
 	uint64		map;
 } xl_pmhash_split;
+
+/*
+ * MAP: the shard map of an index as a writer found it, logged once per
+ * attachment of its share before the first record that names a slot
+ * (src/README, The shard map in the WAL).
+ */
+typedef struct xl_pmhash_map
+{
+	RelFileLocator node;
+	uint64		map;
+} xl_pmhash_map;
 
 typedef struct xl_pmhash_built
 {

@@ -342,6 +342,19 @@ pmh_map_slot(uint32_t hash, uint64_t map, uint32_t *depth)
 	return slot;
 }
 
+/*
+ * Depth of a slot's shard when the slot came to be, in a file built with
+ * 2^shard_bits shards: its slots split from it since are those above it by
+ * multiples of 2^depth.
+ */
+static inline uint32_t
+pmh_slot_first_depth(uint32_t slot, uint32_t shard_bits)
+{
+	uint32_t	bits = slot == 0 ? 0 : 32 - (uint32_t) __builtin_clz(slot);
+
+	return bits > shard_bits ? bits : shard_bits;
+}
+
 /* The top depth bits of the hashes a slot of that depth holds (its shard). */
 static inline uint32_t
 pmh_slot_shard(uint32_t slot, uint32_t depth)

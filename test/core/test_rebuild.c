@@ -96,6 +96,8 @@ test_sort(void)
  * depth and shard (top bits) are the hash's own; splitting slot p moves
  * exactly the keys of slot p whose next bit is 1 to slot p + 2^level, and
  * no other key; at split 0 every slot of a level is a shard of that level.
+ * A slot's first depth is at most its depth, and the slots split from it
+ * lie above it by multiples of 2^first depth.
  */
 void
 test_shard_map(void)
@@ -137,6 +139,18 @@ test_shard_map(void)
 					  next_depth == (slot == split ? level + 1 : depth),
 					  "hash %08x, level %u: split %u moved it from slot %u to %u", hashes[i],
 					  level, split, slot, next_slot);
+				/* the slot's first depth (built with 9 bits): its later slots by 2^first */
+				{
+					uint32_t	built = level < 9 ? level : 9;
+					uint32_t	first = pmh_slot_first_depth(slot, built);
+					uint32_t	mask = (UINT32_C(1) << first) - 1;
+
+					CHECK(first >= built && first <= depth &&
+						  slot == pmh_slot_of(hashes[i], first) &&
+						  (next_slot & mask) == slot,
+						  "hash %08x, level %u split %u: slot %u first depth %u", hashes[i],
+						  level, split, slot, first);
+				}
 				if (split == 0)
 					CHECK(slot == pmh_reverse_bits(pmh_shard_of(hashes[i], level)) >>
 						  (32 - level) % 32 && (level > 0 || slot == 0),
