@@ -71,7 +71,7 @@ typedef struct PmhashOptions
 #define PMHASH_MIN_FILLFACTOR		10
 
 #define PMHASH_MAX_SHARDS		(1 << PMH_MAX_SHARD_BITS)
-#define PMHASH_WEIGH_EVERY	256		/* inserts of a backend between looks at the
+#define PMHASH_WEIGH_EVERY	256		/* a shard's entries between looks at the
 										 * shards' average (pmshard.c) */
 #define PMHASH_SHARD_ENTRIES	2048	/* target size of a shard: builds aim at it, and
 										 * a shard this full that must grow splits the
@@ -166,8 +166,6 @@ typedef struct PmhashLocal
 	SubTransactionId *pending_subids;	/* the subtransaction of each */
 	uint32		npending;
 	XLogRecPtr	pending_since;	/* earliest stamp among them */
-	uint32		inserts_unweighed;	/* inserts since this backend last compared
-									 * the shards' average with the target */
 	RelFileLocator node;			/* full identity for WAL records */
 } PmhashLocal;
 

@@ -244,41 +244,34 @@ over_target(PmhashLocal *ix, uint64 map)
 	return total > (uint64) PMHASH_SHARD_ENTRIES * nslots;
 }
 
-/* Whether the shard at a map's split pointer may split: 9 bits or more, and room for a slot. */
+/*
+ * Whether the shard at a map's split pointer should split: it may (9 bits
+ * or more, and room for another slot) and the shards hold more than
+ * PMHASH_SHARD_ENTRIES each on average.  Linear hashing: the splits follow
+ * the average, and the shards not yet split at a level hold about twice
+ * what the split ones do, so every shard stays within about twice the
+ * target.
+ */
 static bool
-can_split(PmhashLocal *ix, uint64 map)
+should_split(PmhashLocal *ix, uint64 map)
 {
 	uint32		level = pmh_map_level(map);
 
 	return level >= 9 && level < PMH_MAX_SHARD_BITS &&
-		pmh_map_slots(map) < pmh_slot_room(ix->table.shard_bits);
+		pmh_map_slots(map) < pmh_slot_room(ix->table.shard_bits) &&
+		over_target(ix, map);
 }
 
 /*
- * Whether a shard that must grow before an insert (its counts read under
- * its lock) should have the shard at the split pointer split instead: the
- * map can take another slot, and either the shard holds
- * PMHASH_SHARD_ENTRIES or more or the shards do on average.  Linear
- * hashing: any shard that overflows advances the splits, which keep every
- * shard within about twice the target; the average, counted only when a
- * shard must grow, keeps the splits going when the overflowing shards are
- * the small ones already split.
- */
-static bool
-should_split(PmhashLocal *ix, const PmhashShardState *state, uint64 map)
-{
-	return can_split(ix, map) &&
-		(state->counts.entries >= PMHASH_SHARD_ENTRIES || over_target(ix, map));
-}
-
-/*
- * Insert one entry, growing its shard when needed (or first splitting the
- * shard at the split pointer, once), if gate (when given) admits it: the
- * gate runs under the shard lock, just before the insert.
+ * Insert one entry, growing its shard when needed, if gate (when given)
+ * admits it: the gate runs under the shard lock, just before the insert.
  * PMH_INSERT_IF_ABSENT skips an entry already stored (after a rebuild from
  * the table).  Returns whether the entry went in (or was there already).
  * Its bucket is stamped with the current WAL insert position; the entry is
- * logged later, in a batch.
+ * logged later, in a batch.  An insert that brings its shard to a multiple
+ * of PMHASH_WEIGH_EVERY entries (one insert in that many, whoever makes
+ * them) then weighs the shards and splits the shard at the split pointer if
+ * they hold more than the target on average.
  */
 bool
 pmhash_insert_entry(Relation index, PmhashLocal *ix, uint32 hash, ItemPointer tid,
@@ -291,54 +284,25 @@ pmhash_insert_entry(Relation index, PmhashLocal *ix, uint32 hash, ItemPointer ti
 	PmhSegment	seg;
 	uint64		lsn = 0;
 	PmhStatus	st;
-	bool		split = false;
+	bool		weigh;
 
 	memcpy(&ptid, tid, sizeof(PmhTid));
-	for (;;)
+	shard = pmhash_lock_shard_of(ix, hash, LW_EXCLUSIVE);
+	state = &ix->share->shards[shard];
+	lock = pmhash_shard_lock(ix->share, shard);
+	pmhash_shard_segment(ix, shard, &seg);
+	if (gate != NULL && !gate(gate_arg, &seg, state, ix->share->share_gen))
 	{
-		uint64		map;
-
-		shard = pmhash_lock_shard_of(ix, hash, LW_EXCLUSIVE);
-		state = &ix->share->shards[shard];
-		lock = pmhash_shard_lock(ix->share, shard);
-		pmhash_shard_segment(ix, shard, &seg);
-		map = pg_atomic_read_u64(&ix->share->shard_map);
-		if (gate != NULL && !gate(gate_arg, &seg, state, ix->share->share_gen))
-		{
-			LWLockRelease(lock);
-			return false;
-		}
-		if (ix->logged)
-			lsn = GetXLogInsertRecPtr();
-		st = pmh_table_insert_in_place(&ix->table, &seg, &state->counts, hash, ptid, lsn, mode, 0);
-		if (st != PMH_FULL)
-			break;
-		/* one split per insert, done with no lock of ours held */
-		if (split || seg.unit == 0 || !should_split(ix, state, map))
-		{
-			st = pmh_table_grow(&ix->table, &seg, &state->counts, hash, ptid, lsn);
-			break;
-		}
 		LWLockRelease(lock);
-		(void) split_shard(index, ix, map);
-		split = true;
+		return false;
 	}
+	if (ix->logged)
+		lsn = GetXLogInsertRecPtr();
+	st = pmh_table_insert(&ix->table, &seg, &state->counts, hash, ptid, lsn, mode, 0);
+	weigh = st == PMH_OK && state->counts.entries % PMHASH_WEIGH_EVERY == 0;
 	LWLockRelease(lock);
 	if (ix->logged && (st == PMH_OK || st == PMH_PRESENT))
 		pmhash_queue_insert(ix, hash, ptid, lsn);
-	/*
-	 * Every PMHASH_WEIGH_EVERY inserts, split a shard if the shards hold
-	 * more than the target on average: growth alone does not follow the
-	 * average where a VACUUM left room in the shards.
-	 */
-	if (st == PMH_OK && ++ix->inserts_unweighed >= PMHASH_WEIGH_EVERY)
-	{
-		uint64		map = pg_atomic_read_u64(&ix->share->shard_map);
-
-		ix->inserts_unweighed = 0;
-		if (!split && can_split(ix, map) && over_target(ix, map))
-			(void) split_shard(index, ix, map);
-	}
 	if (st == PMH_CORRUPT)
 		pmhash_raise_shard_damaged(RelationGetRelationName(index), shard);
 	if (st == PMH_FULL)
@@ -349,6 +313,13 @@ pmhash_insert_entry(Relation index, PmhashLocal *ix, uint32 hash, ItemPointer ti
 				 errhint("Rebuild the index with more shards: ALTER INDEX ... SET (shards = N); REINDEX.")));
 	/* after the entry is in: a scan that locks the shard later finds it */
 	CheckForSerializableConflictIn(index, NULL, pmhash_predicate_block(ix, hash));
+	if (weigh)
+	{
+		uint64		map = pg_atomic_read_u64(&ix->share->shard_map);
+
+		if (should_split(ix, map))
+			(void) split_shard(index, ix, map);
+	}
 	return true;
 }
 

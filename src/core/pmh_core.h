@@ -397,11 +397,6 @@ extern PmhStatus pmh_table_finish_split(const PmhTable *t, const PmhSegment *seg
 extern PmhStatus pmh_table_insert(const PmhTable *t, const PmhSegment *seg,
 								  PmhCounts *counts, uint32_t hash, PmhTid tid,
 								  uint64_t lsn, PmhInsertMode mode, uint64_t since);
-extern PmhStatus pmh_table_insert_in_place(const PmhTable *t, const PmhSegment *seg,
-										   PmhCounts *counts, uint32_t hash, PmhTid tid,
-										   uint64_t lsn, PmhInsertMode mode, uint64_t since);
-extern PmhStatus pmh_table_grow(const PmhTable *t, const PmhSegment *seg, PmhCounts *counts,
-								uint32_t hash, PmhTid tid, uint64_t lsn);
 extern const char *pmh_table_attach(const PmhTable *t, uint64_t shard_map, uint64_t file_units,
 									PmhFreeMap *map, int lenient,
 									void (*visit) (void *arg, uint32_t slot,

@@ -373,55 +373,35 @@ pmh_table_finish_split(const PmhTable *t, const PmhSegment *seg, uint64_t lsn,
 
 /*
  * Insert one entry into a shard whose segment and counts the caller read
- * under the shard lock, in its segment as it is: PMH_FULL, changing
- * nothing, if the shard must grow first (pmh_table_grow).
- */
-PmhStatus
-pmh_table_insert_in_place(const PmhTable *t, const PmhSegment *seg, PmhCounts *counts,
-						  uint32_t hash, PmhTid tid, uint64_t lsn, PmhInsertMode mode,
-						  uint64_t since)
-{
-	PmhStatus	st;
-	unsigned	effects;
-
-	if (seg->unit == 0 || pmh_needs_growth(counts->slots, seg->nbuckets))
-		return PMH_FULL;
-	st = pmh_insert(seg, hash, tid, lsn, t->persist, mode, since, &effects);
-	if (st == PMH_OK)
-	{
-		counts->entries++;
-		counts->slots += (effects & PMH_USED_SLOT) != 0;
-		if (lsn > counts->max_lsn)
-			counts->max_lsn = lsn;
-	}
-	if ((effects & PMH_CONFIRMED) && counts->unverified > 0)
-		counts->unverified--;
-	return st;
-}
-
-/* Grow a shard that has no room for an entry (pmh_table_insert_in_place), with the entry in. */
-PmhStatus
-pmh_table_grow(const PmhTable *t, const PmhSegment *seg, PmhCounts *counts, uint32_t hash,
-			   PmhTid tid, uint64_t lsn)
-{
-	PmhEntry	entry = {hash, tid, 0};
-
-	return rebuild_shard(t, seg, &entry, 1, 0, 1, PMH_REBUILD_FILL, lsn, counts);
-}
-
-/*
- * Insert one entry into a shard whose segment and counts the caller read
- * under the shard lock, growing the shard when needed.
+ * under the shard lock, growing or rebuilding the shard when needed.
  */
 PmhStatus
 pmh_table_insert(const PmhTable *t, const PmhSegment *seg, PmhCounts *counts,
 				 uint32_t hash, PmhTid tid, uint64_t lsn, PmhInsertMode mode, uint64_t since)
 {
-	PmhStatus	st = pmh_table_insert_in_place(t, seg, counts, hash, tid, lsn, mode, since);
+	PmhEntry	entry;
+	PmhStatus	st;
+	unsigned	effects;
 
-	if (st != PMH_FULL)
-		return st;
-	return pmh_table_grow(t, seg, counts, hash, tid, lsn);
+	if (seg->unit != 0 && !pmh_needs_growth(counts->slots, seg->nbuckets))
+	{
+		st = pmh_insert(seg, hash, tid, lsn, t->persist, mode, since, &effects);
+		if (st == PMH_OK)
+		{
+			counts->entries++;
+			counts->slots += (effects & PMH_USED_SLOT) != 0;
+			if (lsn > counts->max_lsn)
+				counts->max_lsn = lsn;
+		}
+		if ((effects & PMH_CONFIRMED) && counts->unverified > 0)
+			counts->unverified--;
+		if (st != PMH_FULL)
+			return st;
+	}
+	entry.hash = hash;
+	entry.tid = tid;
+	entry.flags = 0;
+	return rebuild_shard(t, seg, &entry, 1, 0, 1, PMH_REBUILD_FILL, lsn, counts);
 }
 
 /* qsort comparator: extents by unit. */
