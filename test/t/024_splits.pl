@@ -77,6 +77,49 @@ sub check_g
 	return;
 }
 
+# Write skew of two serializable transactions whose reads and writes a
+# load that splits shards comes between: each reads an absent key through
+# the index, then inserts the key the other read; one of them must fail
+# with a serialization failure (predicate locks are taken on shards of the
+# depth the file was built with, which splits leave as they are).
+sub serializable_across_splits
+{
+	my ($node, $path) = @_;
+	my $split_pointer = shards($node) - 512;
+	# two absent keys of the shard at the split pointer (level 9: slot =
+	# the top 9 bits of hashint8 read backwards) that its split moves
+	my @keys = split /\n/, $node->safe_psql('postgres',
+		"SELECT k FROM (SELECT k, hashint8(k)::int8 & 4294967295 AS h "
+		  . "FROM generate_series(-1100000, -1000001) k) c "
+		  . "WHERE (SELECT sum(((h >> (31 - i)) & 1) << i) FROM generate_series(0, 8) i) = $split_pointer "
+		  . "AND (h >> 22) & 1 = 1 ORDER BY k LIMIT 2");
+	is(scalar(@keys), 2, "$path: two keys of the shard at the split pointer, $split_pointer");
+	my @sessions = map { $node->background_psql('postgres', on_error_stop => 0) } 0 .. 1;
+	my $errors = '';
+
+	for my $i (0 .. 1)
+	{
+		$sessions[$i]->query_safe('SET enable_seqscan = off; SET enable_bitmapscan = off; '
+			  . 'BEGIN ISOLATION LEVEL SERIALIZABLE');
+		$sessions[$i]->query_safe("SELECT count(*) FROM g WHERE k = $keys[$i]");
+	}
+	my $before = shards($node);
+	load($node, 100000);
+	cmp_ok(shards($node), '>', $before, "$path: shards split between the reads and the writes");
+	for my $sql ('INSERT INTO g VALUES (0, %d)', 'COMMIT')
+	{
+		for my $i (0 .. 1)
+		{
+			my (undef, $failed) = $sessions[$i]->query(sprintf($sql, $keys[1 - $i]));
+			$errors .= $sessions[$i]->{stderr} if $failed;
+		}
+	}
+	like($errors, qr/could not serialize access/,
+		"$path: a serializable write skew across splits fails one transaction");
+	$_->quit for @sessions;
+	return;
+}
+
 # The whole sequence on one path: 'msync' or 'pmem' (PMEM_IS_PMEM_FORCE=1),
 # with the files in the data directory, which the standby's base backup
 # copies.
@@ -115,13 +158,24 @@ sub run_path
 	start_node($primary);
 	check_g($primary, "$path: primary after a crash while splitting");
 
-	# 2. more growth, a VACUUM, the standby replaying it all
+	# 2. more growth (its pmhash WAL records within the stated 1 MB bound),
+	# a VACUUM, the standby replaying it all
+	my $from = $primary->safe_psql('postgres', 'SELECT pg_current_wal_insert_lsn()');
 	load($primary, $BATCH);
 	my $grown = shards($primary);
 	cmp_ok($grown, '>', 512, "$path: the index split its shards as it grew ($grown shards)");
+	my ($splits, $largest) = split /\|/, $primary->safe_psql('postgres',
+		"CREATE EXTENSION IF NOT EXISTS pg_walinspect; "
+		  . "SELECT count(*) FILTER (WHERE record_type = 'SPLIT'), max(record_length) "
+		  . "FROM pg_get_wal_records_info('$from', pg_current_wal_insert_lsn()) "
+		  . "WHERE resource_manager = 'pmhash'");
+	cmp_ok($splits, '>', 0, "$path: the growth wrote SPLIT records ($splits)");
+	cmp_ok($largest, '<=', 1024 * 1024,
+		"$path: no pmhash WAL record of the growth is over 1 MB (largest $largest bytes)");
 	my $most = $primary->safe_psql('postgres', "SELECT max(entries) FROM pmhash_shards('g_k')");
 	cmp_ok($most, '<', 2 * 2048 + 512, "$path: no shard holds much over twice the target ($most)");
 	check_g($primary, "$path: primary after growth");
+	serializable_across_splits($primary, $path);
 	$primary->safe_psql('postgres', 'DELETE FROM g WHERE id % 5 = 0');
 	$primary->safe_psql('postgres', $VACUUM . ' g');
 	check_g($primary, "$path: primary after VACUUM", 1);
@@ -138,7 +192,7 @@ sub run_path
 	cmp_ok(shards($standby), '>', $at_promotion, "$path: the promoted standby splits shards");
 	check_g($standby, "$path: promoted standby");
 
-	check_log($primary, $log_start, "$path: primary");
+	check_log($primary, $log_start, "$path: primary", qr/could not serialize access/);
 	check_log($standby, $standby_log, "$path: standby");
 	$standby->stop;
 	$primary->stop;
