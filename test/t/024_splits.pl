@@ -164,14 +164,21 @@ sub run_path
 	load($primary, $BATCH);
 	my $grown = shards($primary);
 	cmp_ok($grown, '>', 512, "$path: the index split its shards as it grew ($grown shards)");
-	my ($splits, $largest) = split /\|/, $primary->safe_psql('postgres',
-		"CREATE EXTENSION IF NOT EXISTS pg_walinspect; "
-		  . "SELECT count(*) FILTER (WHERE record_type = 'SPLIT'), max(record_length) "
-		  . "FROM pg_get_wal_records_info('$from', pg_current_wal_insert_lsn()) "
-		  . "WHERE resource_manager = 'pmhash'");
-	cmp_ok($splits, '>', 0, "$path: the growth wrote SPLIT records ($splits)");
-	cmp_ok($largest, '<=', 1024 * 1024,
-		"$path: no pmhash WAL record of the growth is over 1 MB (largest $largest bytes)");
+	SKIP:
+	{
+		# the PyPI build of 16 comes without pg_walinspect
+		skip 'pg_walinspect is not installed', 2
+		  unless $primary->safe_psql('postgres',
+			"SELECT count(*) FROM pg_available_extensions WHERE name = 'pg_walinspect'");
+		my ($splits, $largest) = split /\|/, $primary->safe_psql('postgres',
+			"CREATE EXTENSION IF NOT EXISTS pg_walinspect; "
+			  . "SELECT count(*) FILTER (WHERE record_type = 'SPLIT'), max(record_length) "
+			  . "FROM pg_get_wal_records_info('$from', pg_current_wal_flush_lsn()) "
+			  . "WHERE resource_manager = 'pmhash'");
+		cmp_ok($splits, '>', 0, "$path: the growth wrote SPLIT records ($splits)");
+		cmp_ok($largest, '<=', 1024 * 1024,
+			"$path: no pmhash WAL record of the growth is over 1 MB (largest $largest bytes)");
+	}
 	my $most = $primary->safe_psql('postgres', "SELECT max(entries) FROM pmhash_shards('g_k')");
 	cmp_ok($most, '<', 2 * 2048 + 512, "$path: no shard holds much over twice the target ($most)");
 	check_g($primary, "$path: primary after growth");
