@@ -150,7 +150,6 @@ setup_table(PmhashLocal *ix)
 	ix->table.persist = &ix->persist;
 	ix->table.shard_bits = ix->share->shard_bits;
 	ix->table.file_generation = ix->share->build_generation;
-	ix->table.desc_unit = PMH_HEADER_UNITS;
 	ix->table.checksums = ix->share->checksums;
 }
 

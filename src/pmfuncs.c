@@ -276,7 +276,7 @@ verify_shard(PmhashLocal *ix, uint32 shard, uint64 *live, char *msg, size_t msgl
 	LWLockAcquire(lock, LW_SHARED);
 	pmhash_shard_segment(ix, shard, &seg);
 	file_units = pg_atomic_read_u64(&ix->share->file_units);
-	dir = (const uint64 *) (ix->base + ix->table.desc_unit * PMH_UNIT_SIZE);
+	dir = pmh_table_descriptors(&ix->table);
 	if (state->broken)
 	{
 		snprintf(msg, msglen, "shard %u is broken and awaits replay of its rebuild", shard);

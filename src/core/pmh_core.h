@@ -232,6 +232,9 @@ typedef struct PmhTableOps
 	void		(*free_space) (void *arg, uint64_t unit, uint64_t units);
 	void		(*publish) (void *arg, uint32_t slot, const PmhPublication *pub);
 	void		(*publish_map) (void *arg, uint64_t map);
+	/* writers of the descriptor array: shared to store one, exclusive to move it */
+	void		(*lock_descriptors) (void *arg, int exclusive);
+	void		(*unlock_descriptors) (void *arg);
 	char	   *(*base) (void *arg);
 	uint64_t	(*mapped_units) (void *arg);
 	void		(*log_rebuild) (void *arg, uint32_t shard, const PmhEntry *entries,
@@ -247,7 +250,6 @@ typedef struct PmhTable
 	const PmhPersist *persist;
 	uint32_t	shard_bits;
 	uint64_t	file_generation;
-	uint64_t	desc_unit;
 	int			checksums;		/* the file keeps checksums (PMH_FILE_CHECKSUMS) */
 } PmhTable;
 
@@ -331,7 +333,8 @@ extern int	pmh_match_use(const char *name);
 
 /* pmh_file.c */
 extern uint64_t pmh_descriptor_units(uint32_t shard_bits);
-extern int	pmh_map_fits(uint64_t map, uint32_t shard_bits, uint64_t desc_unit);
+extern uint64_t pmh_map_descriptor_units(uint64_t map);
+extern int	pmh_map_fits(uint64_t map, uint32_t shard_bits, uint64_t file_units);
 extern void pmh_header_init(PmhFileHeader *hdr, uint32_t spc_oid, uint32_t db_oid,
 							uint32_t rel_node, int32_t backend, uint64_t build_generation,
 							uint32_t shard_bits, uint32_t flags);
@@ -397,6 +400,7 @@ extern PmhStatus pmh_table_finish_split(const PmhTable *t, const PmhSegment *seg
 extern PmhStatus pmh_table_insert(const PmhTable *t, const PmhSegment *seg,
 								  PmhCounts *counts, uint32_t hash, PmhTid tid,
 								  uint64_t lsn, PmhInsertMode mode, uint64_t since);
+extern uint64_t *pmh_table_descriptors(const PmhTable *t);
 extern const char *pmh_table_attach(const PmhTable *t, uint64_t shard_map, uint64_t file_units,
 									PmhFreeMap *map, int lenient,
 									void (*visit) (void *arg, uint32_t slot,

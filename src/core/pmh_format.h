@@ -309,6 +309,19 @@ pmh_map_last_split(uint64_t map, uint32_t shard_bits)
 }
 
 /*
+ * Descriptor slots the array of a map word has room for: those of its
+ * level and the next (a split that ends a level moves the descriptors to
+ * an array of twice the room).
+ */
+static inline uint32_t
+pmh_map_room(uint64_t map)
+{
+	uint32_t	level = pmh_map_level(map);
+
+	return UINT32_C(1) << (level < PMH_MAX_SHARD_BITS ? level + 1 : level);
+}
+
+/*
  * Descriptor slots a file built with 2^shard_bits shards has room for:
  * twice as many, which splits fill, up to 2^PMH_MAX_SHARD_BITS.
  */

@@ -68,14 +68,32 @@ pmh_table_segment(const PmhTable *t, uint32_t slot, const PmhPublication *pub, P
 	pmh_table_segments(t, &slot, pub, 1, seg);
 }
 
+/*
+ * The descriptor array of the file, where the map in its header puts it
+ * (a split that ends a level moves it, with every writer locked out).
+ */
+uint64_t *
+pmh_table_descriptors(const PmhTable *t)
+{
+	const PmhFileHeader *hdr = (const PmhFileHeader *) unit_address(t, 0);
+
+	return (uint64_t *) unit_address(t, pmh_map_desc_unit(__atomic_load_n(&hdr->shard_map,
+																			__ATOMIC_ACQUIRE)));
+}
+
 /* Store a slot's descriptor in the file, make it durable, show it to readers. */
 static void
 publish(const PmhTable *t, uint32_t slot, const PmhPublication *pub)
 {
-	uint64_t   *dir = (uint64_t *) unit_address(t, t->desc_unit);
+	uint64_t   *dir;
 
+	if (t->ops->lock_descriptors)
+		t->ops->lock_descriptors(t->ops->arg, 0);
+	dir = pmh_table_descriptors(t);
 	pmh_store_release(&dir[slot], pub->desc);
 	pmh_persist(t->persist, &dir[slot], sizeof(uint64_t));
+	if (t->ops->unlock_descriptors)
+		t->ops->unlock_descriptors(t->ops->arg);
 	t->ops->publish(t->ops->arg, slot, pub);
 }
 
@@ -270,6 +288,36 @@ pmh_table_rebuild(const PmhTable *t, const PmhSegment *seg, const PmhEntry *extr
 }
 
 /*
+ * Move the descriptor array of map to the units at unit (room for those of
+ * next, its map after a split that ends its level), with every writer of
+ * descriptors locked out, and store next, pointing there, in the file
+ * header: the copy is made durable before the map names it.  Returns the
+ * map stored.
+ */
+static uint64_t
+move_descriptors(const PmhTable *t, uint64_t map, uint64_t next, uint64_t unit)
+{
+	const PmhTableOps *ops = t->ops;
+	uint64_t	moved = pmh_map_make(pmh_map_level(next), pmh_map_split(next), unit);
+	size_t		old_bytes = (size_t) pmh_map_room(map) * sizeof(uint64_t);
+	size_t		new_bytes = (size_t) pmh_map_room(moved) * sizeof(uint64_t);
+	char	   *to = unit_address(t, unit);
+	uint64_t   *file_map = &((PmhFileHeader *) unit_address(t, 0))->shard_map;
+
+	if (ops->lock_descriptors)
+		ops->lock_descriptors(ops->arg, 1);
+	memcpy(to, unit_address(t, pmh_map_desc_unit(map)), old_bytes);
+	memset(to + old_bytes, 0, new_bytes - old_bytes);
+	pmh_persist(t->persist, to, new_bytes);
+	pmh_store_release(file_map, moved);
+	pmh_persist(t->persist, file_map, sizeof(uint64_t));
+	ops->publish_map(ops->arg, moved);
+	if (ops->unlock_descriptors)
+		ops->unlock_descriptors(ops->arg);
+	return moved;
+}
+
+/*
  * Split the shard at a map word's split pointer (seg, of depth 9 or more):
  * the keys whose next hash bit is 0 stay in its slot p, those whose next
  * bit is 1 go to slot p + 2^level, both one bit deeper.  Both halves are
@@ -280,8 +328,11 @@ pmh_table_rebuild(const PmhTable *t, const PmhSegment *seg, const PmhEntry *extr
  * Until then the old segment still answers for the lower keys, and no
  * writer can change the shard (the caller holds the locks of both slots).
  * The shard's entries are logged through log_split, and the old segment is
- * handed back.  The halves' counts go to low and high.  PMH_FULL if the
- * shard cannot split (fewer than 9 bits, or no room for another slot).
+ * handed back.  The halves' counts go to low and high.  A split that ends
+ * its level moves the descriptors to an array of twice the room with the
+ * map's move (move_descriptors) and frees the old array after.  PMH_FULL
+ * if the shard cannot split (fewer than 9 bits, the last level, or no
+ * space for the halves or the array).
  */
 PmhStatus
 pmh_table_split(const PmhTable *t, const PmhSegment *seg, uint64_t map, uint64_t lsn,
@@ -296,40 +347,54 @@ pmh_table_split(const PmhTable *t, const PmhSegment *seg, uint64_t map, uint64_t
 	uint64_t	n;
 	uint64_t	point;
 	uint64_t	generation = seg->unit ? pmh_segment_header(seg)->generation + 1 : 1;
-	PmhPublication pub[2];
+	PmhPublication pub[2] = {{0, 0, 0}, {0, 0, 0}};
 	PmhCounts	counts[2];
+	uint64_t	new_dir = 0;
+	uint64_t	new_dir_units = pmh_map_descriptor_units(next);
 
 	if (level < 9 || level >= PMH_MAX_SHARD_BITS || seg->slot != pmh_map_split(map) ||
-		seg->shard_bits != level || high_slot >= pmh_slot_room(t->shard_bits))
+		seg->shard_bits != level || high_slot >= pmh_map_room(map))
+		return PMH_FULL;
+	if (pmh_map_room(next) > pmh_map_room(map) &&
+		(new_dir = ops->alloc_space(ops->arg, new_dir_units)) == 0)
 		return PMH_FULL;
 	if ((work = sorted_segment(t, seg, &lsn, &n)) == NULL)
+	{
+		if (new_dir != 0)
+			ops->free_space(ops->arg, new_dir, new_dir_units);
 		return PMH_CORRUPT;
+	}
 	point = pmh_split_point(work, n, level);
 	if (write_segment(t, work, point, seg->shard << 1, level + 1, PMH_REBUILD_FILL, generation,
-					  lsn, &pub[0], &counts[0]) != PMH_OK)
-	{
-		ops->free_memory(ops->arg, work);
-		return PMH_FULL;
-	}
-	if (write_segment(t, work + point, n - point, (seg->shard << 1) | 1, level + 1,
+					  lsn, &pub[0], &counts[0]) != PMH_OK ||
+		write_segment(t, work + point, n - point, (seg->shard << 1) | 1, level + 1,
 					  PMH_REBUILD_FILL, generation, lsn, &pub[1], &counts[1]) != PMH_OK)
 	{
 		if (pub[0].desc != 0)
 			ops->free_space(ops->arg, pmh_desc_unit(pub[0].desc),
 							1 + (uint64_t) pmh_desc_nbuckets(pub[0].desc) + pub[0].nposting);
+		if (new_dir != 0)
+			ops->free_space(ops->arg, new_dir, new_dir_units);
 		ops->free_memory(ops->arg, work);
 		return PMH_FULL;
 	}
 	publish(t, high_slot, &pub[1]);
-	/* after the writes: allocating space may have moved the mapping */
-	file_map = &((PmhFileHeader *) unit_address(t, 0))->shard_map;
-	pmh_store_release(file_map, next);
-	pmh_persist(t->persist, file_map, sizeof(uint64_t));
-	ops->publish_map(ops->arg, next);
+	if (new_dir != 0)
+		next = move_descriptors(t, map, next, new_dir);
+	else
+	{
+		/* after the writes: allocating space may have moved the mapping */
+		file_map = &((PmhFileHeader *) unit_address(t, 0))->shard_map;
+		pmh_store_release(file_map, next);
+		pmh_persist(t->persist, file_map, sizeof(uint64_t));
+		ops->publish_map(ops->arg, next);
+	}
 	publish(t, seg->slot, &pub[0]);
 	if (ops->log_split)
 		ops->log_split(ops->arg, seg->slot, map, work, n);
 	ops->free_memory(ops->arg, work);
+	if (new_dir != 0)
+		ops->free_space(ops->arg, pmh_map_desc_unit(map), pmh_map_descriptor_units(map));
 	if (seg->unit != 0)
 		ops->free_space(ops->arg, seg->unit, 1 + (uint64_t) seg->nbuckets + seg->nposting);
 	*low = counts[0];
@@ -414,26 +479,22 @@ extent_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* First unit after a table's descriptors, where segments may lie. */
-static uint64_t
-data_unit(const PmhTable *t)
-{
-	return t->desc_unit + pmh_descriptor_units(t->shard_bits);
-}
-
 /*
- * Check one descriptor read from the file for a shard of the given depth;
- * NULL if it publishes a sound segment, which *pub then describes.
+ * Check one descriptor read from the file for a shard of the given depth,
+ * of a map whose descriptor array must not overlap it; NULL if it
+ * publishes a sound segment, which *pub then describes.
  */
 static const char *
-check_descriptor(const PmhTable *t, uint32_t slot, uint32_t depth, uint64_t desc,
+check_descriptor(const PmhTable *t, uint64_t map, uint32_t slot, uint32_t depth, uint64_t desc,
 				 uint64_t file_units, PmhPublication *pub, char *msg, size_t msglen)
 {
 	uint64_t	unit = pmh_desc_unit(desc);
 	uint32_t	nbuckets = pmh_desc_nbuckets(desc);
+	uint64_t	dir_unit = pmh_map_desc_unit(map);
 	PmhSegmentHeader hdr;
 
-	if (unit < data_unit(t) || nbuckets == 0 || unit + 1 + nbuckets > file_units)
+	if (unit < PMH_HEADER_UNITS || nbuckets == 0 || unit + 1 + nbuckets > file_units ||
+		(unit < dir_unit + pmh_map_descriptor_units(map) && dir_unit < unit + 1 + nbuckets))
 	{
 		snprintf(msg, msglen, "shard %u: descriptor points outside the file", slot);
 		return msg;
@@ -474,11 +535,11 @@ pmh_table_attach(const PmhTable *t, uint64_t shard_map, uint64_t file_units, Pmh
 				 void *arg, char *msg, size_t msglen)
 {
 	const PmhTableOps *ops = t->ops;
-	const uint64_t *dir = (const uint64_t *) unit_address(t, t->desc_unit);
+	const uint64_t *dir = (const uint64_t *) unit_address(t, pmh_map_desc_unit(shard_map));
 	uint32_t	nshards = pmh_map_slots(shard_map);
-	PmhExtent  *segs = ops->alloc_memory(ops->arg, nshards * sizeof(PmhExtent));
+	PmhExtent  *segs = ops->alloc_memory(ops->arg, (nshards + 1) * sizeof(PmhExtent));
 	uint32_t	nsegs = 0;
-	uint64_t	next = data_unit(t);
+	uint64_t	next = PMH_HEADER_UNITS;
 	const char *err = NULL;
 	PmhCounts	none;
 
@@ -500,9 +561,10 @@ pmh_table_attach(const PmhTable *t, uint64_t shard_map, uint64_t file_units, Pmh
 			 * the low slot: reported with its own depth, for the caller
 			 * to finish the split (pmh_table_finish_split).
 			 */
-			if (check_descriptor(t, s, depth, desc, file_units, &pub, msg, msglen) &&
+			if (check_descriptor(t, shard_map, s, depth, desc, file_units, &pub, msg, msglen) &&
 				(s != pmh_map_last_split(shard_map, t->shard_bits) ||
-				 check_descriptor(t, s, depth - 1, desc, file_units, &pub, msg, msglen)))
+				 check_descriptor(t, shard_map, s, depth - 1, desc, file_units, &pub, msg,
+								  msglen)))
 			{
 				if (!lenient)
 					err = msg;
@@ -522,6 +584,10 @@ pmh_table_attach(const PmhTable *t, uint64_t shard_map, uint64_t file_units, Pmh
 	}
 	if (err == NULL)
 	{
+		/* the descriptor array is not free space; no segment overlaps it */
+		segs[nsegs].unit = pmh_map_desc_unit(shard_map);
+		segs[nsegs].count = pmh_map_descriptor_units(shard_map) | (UINT64_C(0xFFFFFF) << 40);
+		nsegs++;
 		qsort(segs, nsegs, sizeof(PmhExtent), extent_cmp);
 		pmh_freemap_init(map, map->extents, map->capacity);
 		for (uint32_t i = 0; i < nsegs; i++)
@@ -560,7 +626,6 @@ pmh_table_init(PmhTable *t, const PmhFileHeader *hdr, const PmhTableOps *ops,
 	t->persist = persist;
 	t->shard_bits = hdr->shard_bits;
 	t->file_generation = hdr->build_generation;
-	t->desc_unit = hdr->desc_unit;
 	t->checksums = (hdr->flags & PMH_FILE_CHECKSUMS) != 0;
 }
 
@@ -594,15 +659,15 @@ pmh_file_flag_unverified(char *base, uint64_t file_units, uint64_t after_lsn,
 	ops.base = fixed_base;
 	ops.arg = base;
 	pmh_table_init(&t, &hdr, &ops, persist);
-	dir = (const uint64_t *) unit_address(&t, t.desc_unit);
+	dir = (const uint64_t *) unit_address(&t, pmh_map_desc_unit(hdr.shard_map));
 	for (uint32_t s = 0; s < pmh_map_slots(hdr.shard_map); s++)
 	{
 		uint64_t	desc = dir[s];
 		PmhPublication pub;
 		PmhSegment	seg;
 
-		if (desc == 0 || check_descriptor(&t, s, pmh_map_depth(hdr.shard_map, s), desc,
-										  file_units, &pub, msg, sizeof(msg)))
+		if (desc == 0 || check_descriptor(&t, hdr.shard_map, s, pmh_map_depth(hdr.shard_map, s),
+										  desc, file_units, &pub, msg, sizeof(msg)))
 			continue;
 		pmh_table_segment(&t, s, &pub, &seg);
 		flagged += pmh_flag_unverified(&seg, after_lsn, persist);

@@ -183,15 +183,16 @@ memtable_create(uint32_t shard_bits, uint64_t units, int shim)
 	mt->shim = shim;
 	mt->crash_at = UINT64_MAX;
 	mt->busy_patience_ns = 1000 * 1000;
-	/* room for the slots that splits add */
-	mt->mirror = calloc(2 * nshards, sizeof(PmhShardMirror));
-	for (uint32_t s = 0; s < 2 * nshards; s++)
+	/* room for the slots that two levels of splits add */
+	mt->room = 4 * nshards;
+	mt->mirror = calloc(mt->room, sizeof(PmhShardMirror));
+	for (uint32_t s = 0; s < mt->room; s++)
 		pmh_mirror_publish(&mt->mirror[s], &(PmhPublication) {0, 0, shard_bits});
-	mt->counts = calloc(2 * nshards, sizeof(PmhCounts));
-	mt->extents = calloc(2 * nshards + 64, sizeof(PmhExtent));
-	pmh_freemap_init(&mt->freemap, mt->extents, 2 * nshards + 64);
+	mt->counts = calloc(mt->room, sizeof(PmhCounts));
+	mt->extents = calloc(mt->room + 64, sizeof(PmhExtent));
+	pmh_freemap_init(&mt->freemap, mt->extents, mt->room + 64);
 	mt->ops = (PmhTableOps) {mem_alloc, mem_free, space_alloc, space_free, publish, publish_map,
-		base, mapped_units, NULL, NULL, mt};
+		NULL, NULL, base, mapped_units, NULL, NULL, mt};
 	mt->persist = (PmhPersist) {shim_flush, shim_drain, NULL, NULL, mt};
 
 	hdr = calloc(1, sizeof(PmhFileHeader));
@@ -209,13 +210,12 @@ memtable_create(uint32_t shard_bits, uint64_t units, int shim)
 		memset(mt->pending, 0, hdr->data_unit * PMH_UNIT_SIZE / LINE);
 	}
 	/* the header and descriptors are not free space */
-	pmh_freemap_init(&mt->freemap, mt->extents, 2 * nshards + 64);
+	pmh_freemap_init(&mt->freemap, mt->extents, mt->room + 64);
 	pmh_freemap_release(&mt->freemap, hdr->data_unit, units - hdr->data_unit);
 	memcpy(mt->live, hdr, sizeof(PmhFileHeader));
 	if (shim)
 		memcpy(mt->durable, hdr, sizeof(PmhFileHeader));
-	mt->table = (PmhTable) {&mt->ops, &mt->persist, shard_bits, 42, hdr->desc_unit,
-	memtable_checksums};
+	mt->table = (PmhTable) {&mt->ops, &mt->persist, shard_bits, 42, memtable_checksums};
 	mt->map = hdr->shard_map;
 	free(hdr);
 	return mt;
@@ -578,6 +578,8 @@ memtable_split(MemTable *mt)
 	PmhCounts	counts[2];
 	PmhStatus	st;
 
+	if (high >= mt->room)
+		return PMH_FULL;
 	memtable_segment(mt, slot, &seg);
 	st = pmh_table_split(&mt->table, &seg, mt->map, ++mt->lsn, &counts[0], &counts[1]);
 	if (st == PMH_OK)

@@ -32,6 +32,7 @@ typedef struct MemTable
 	void		(*map_hook) (struct MemTable *mt);	/* called as the map moves */
 	void	   *hook_arg;
 	PmhCounts  *counts;			/* per-shard counters */
+	uint32_t	room;			/* slots the mirror and the counters have */
 	PmhExtent  *extents;
 	PmhFreeMap	freemap;
 	PmhTableOps ops;

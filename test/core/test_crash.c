@@ -397,40 +397,54 @@ test_crashes_over_leftovers(void)
  * lines changed since the last fence reaching the durable image: after
  * attaching again (which finishes a split whose map moved but whose lower
  * half was not published), every key is found through the map, the file
- * verifies, and the next split works.  The fences are tried in turn until
- * one is past the split's last.
+ * verifies, and the next split works.  The fences are tried in turn, each
+ * with none, half and all of those lines kept, until one is past the
+ * split's last.  Two splits: the first of a level, and the one that ends
+ * it, which also moves the descriptors (the map then names the old array
+ * or the new one, whole).
  */
 void
 test_split_crashes(void)
 {
-	volatile int completed = 0;
-
-	for (volatile uint64_t at = 1; !completed && !test_failed; at++)
+	for (volatile int wrap = 0; wrap <= 1 && !test_failed; wrap++)
 	{
-		MemTable   *mt = memtable_create(9, 1024, 1);
-		Model		m = {0};
-		uint64_t	map;
+		volatile int completed = 0;
+		/* half the keys in the shard that splits: slot 0, or slot 511 */
+		uint32_t	prefix = wrap ? UINT32_C(0x1FF) << 23 : 0;
 
-		for (int k = 0; k < 3000; k++)
-			add(mt, &m, k % 2 ? mix(k) >> 9 : mix(k));	/* half in the shard that splits */
-		memtable_commit(mt);
-		map = mt->map;
-		mt->persist.drain = crashing_drain;
-		mt->crash_at = mt->drains + at;
-		if (setjmp(crash_jump) == 0)
+		for (volatile uint64_t try = 3; !completed && !test_failed; try++)
 		{
-			CHECK(memtable_split(mt) == PMH_OK, "fence %llu: split failed",
-				  (unsigned long long) at);
-			completed = 1;
+			uint64_t	at = try / 3;
+			MemTable   *mt = memtable_create(9, 1024, 1);
+			Model		m = {0};
+			uint64_t	map;
+
+			for (int k = 0; k < 3000; k++)
+				add(mt, &m, k % 2 ? (mix(k) >> 9) | prefix : mix(k));
+			while (wrap && pmh_map_split(mt->map) < 511 && !test_failed)
+				CHECK(memtable_split(mt) == PMH_OK, "split %u before the last of the level",
+					  pmh_map_split(mt->map));
+			memtable_commit(mt);
+			map = mt->map;
+			mt->persist.drain = crashing_drain;
+			mt->crash_at = mt->drains + at;
+			if (setjmp(crash_jump) == 0)
+			{
+				CHECK(memtable_split(mt) == PMH_OK, "%s, fence %llu: split failed",
+					  wrap ? "last split" : "first split", (unsigned long long) at);
+				completed = 1;
+			}
+			memtable_crash(mt, (try % 3) / 2.0, rnd());
+			CHECK(memtable_attach(mt) == NULL, "%s, fence %llu: attach after the crash",
+				  wrap ? "last split" : "first split", (unsigned long long) at);
+			CHECK(mt->map == map ||
+				  pmh_map_slots(mt->map) == pmh_map_slots(pmh_map_next(map)),
+				  "%s, fence %llu: map level %u split %u", wrap ? "last split" : "first split",
+				  (unsigned long long) at, pmh_map_level(mt->map), pmh_map_split(mt->map));
+			check_table(mt, &m);
+			CHECK(memtable_split(mt) == PMH_OK, "%s, fence %llu: the next split",
+				  wrap ? "last split" : "first split", (unsigned long long) at);
+			check_and_free(mt, &m);
 		}
-		memtable_crash(mt, (at % 3) / 2.0, rnd());
-		CHECK(memtable_attach(mt) == NULL, "fence %llu: attach after the crash",
-			  (unsigned long long) at);
-		CHECK(mt->map == map || mt->map == pmh_map_next(map),
-			  "fence %llu: map level %u split %u", (unsigned long long) at,
-			  pmh_map_level(mt->map), pmh_map_split(mt->map));
-		check_table(mt, &m);
-		CHECK(memtable_split(mt) == PMH_OK, "fence %llu: the next split", (unsigned long long) at);
-		check_and_free(mt, &m);
 	}
 }

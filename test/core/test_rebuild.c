@@ -458,38 +458,60 @@ test_split(void)
 }
 
 /*
- * Splitting every shard of a level, one at a time with inserts between
- * them, takes the table to the next level (2^10 slots from 2^9): every key
- * is found through the map all along and after attaching again, the file
- * verifies, and with no room left for another slot the next split is
- * refused.
+ * Splitting every shard of two levels, one at a time with inserts between
+ * them, takes the table from 2^9 slots to 2^11: the split that ends each
+ * level, and only it, moves the descriptors to a new array of twice the
+ * room; every key is found through the map all along and after attaching
+ * again, and the file verifies.
  */
 void
 test_split_level(void)
 {
 	const uint32_t bits = 9;
-	MemTable   *mt = memtable_create(bits, 1024, 0);
+	MemTable   *mt = memtable_create(bits, 8192, 0);
 	Model		m = {0};
 	uint64_t	key = 0;
+	uint64_t	dir_unit = PMH_HEADER_UNITS;
 
 	for (; key < 20000; key++)
 		add(mt, &m, mix(key));
-	for (uint32_t s = 0; s < (UINT32_C(1) << bits) && !test_failed; s++)
+	for (uint32_t level = bits; level < bits + 2 && !test_failed; level++)
 	{
-		PmhStatus	st = memtable_split(mt);
+		for (uint32_t s = 0; s < (UINT32_C(1) << level) && !test_failed; s++)
+		{
+			PmhStatus	st = memtable_split(mt);
 
-		CHECK(st == PMH_OK, "split %u: status %d", s, st);
-		for (int i = 0; i < 40; i++)
-			add(mt, &m, mix(key++));
-		if (s % 128 == 127)
-			check_table(mt, &m);
+			CHECK(st == PMH_OK, "level %u split %u: status %d", level, s, st);
+			CHECK(pmh_map_desc_unit(mt->map) == dir_unit ||
+				  s == (UINT32_C(1) << level) - 1,
+				  "level %u split %u moved the descriptors", level, s);
+			for (int i = 0; i < 20; i++)
+				add(mt, &m, mix(key++));
+			if (s % 256 == 255)
+				check_table(mt, &m);
+		}
+		/* the split that ended the level moved the descriptors to twice the room */
+		CHECK(pmh_map_level(mt->map) == level + 1 && pmh_map_split(mt->map) == 0 &&
+			  pmh_map_desc_unit(mt->map) != dir_unit &&
+			  pmh_map_desc_unit(mt->map) >= PMH_HEADER_UNITS,
+			  "map after level %u: level %u split %u descriptors at %llu", level,
+			  pmh_map_level(mt->map), pmh_map_split(mt->map),
+			  (unsigned long long) pmh_map_desc_unit(mt->map));
+		dir_unit = pmh_map_desc_unit(mt->map);
+		check_table(mt, &m);
+		{
+			uint64_t	map = mt->map;
+			uint64_t	live;
+			const char *err = memtable_attach(mt);
+
+			CHECK(err == NULL && mt->map == map, "attach after level %u: %s", level,
+				  err ? err : "map changed");
+			err = memtable_verify(mt, &live);
+			CHECK(err == NULL && live == m.n, "verify after level %u: %s, %llu of %llu",
+				  level, err ? err : "sound", (unsigned long long) live,
+				  (unsigned long long) m.n);
+		}
 	}
-	CHECK(mt->map == pmh_map_make(bits + 1, 0, PMH_HEADER_UNITS),
-		  "map after a level of splits: level %u split %u", pmh_map_level(mt->map),
-		  pmh_map_split(mt->map));
-	CHECK(memtable_split(mt) == PMH_FULL, "a split past the descriptors' room");
-	check_table(mt, &m);
-	CHECK(memtable_attach(mt) == NULL && mt->map == pmh_map_make(bits + 1, 0, PMH_HEADER_UNITS),
-		  "attach after a level of splits");
+	CHECK(memtable_split(mt) == PMH_FULL, "a split past the test table's room");
 	check_and_free(mt, &m);
 }
