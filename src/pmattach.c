@@ -95,6 +95,21 @@ ops_publish_map(void *arg, uint64 map)
 	pg_atomic_write_u64(&((PmhashLocal *) arg)->share->shard_map, map);
 }
 
+/* Table callback: lock the descriptor array, shared or exclusively. */
+static void
+ops_lock_descriptors(void *arg, int exclusive)
+{
+	LWLockAcquire(pmhash_descriptor_lock(((PmhashLocal *) arg)->share),
+				  exclusive ? LW_EXCLUSIVE : LW_SHARED);
+}
+
+/* Table callback: release the descriptor array's lock. */
+static void
+ops_unlock_descriptors(void *arg)
+{
+	LWLockRelease(pmhash_descriptor_lock(((PmhashLocal *) arg)->share));
+}
+
 /*
  * Log the shard map once per attachment of the share, before the first
  * record that names a slot, when the index is logged (src/README, The
@@ -143,8 +158,8 @@ setup_table(PmhashLocal *ix)
 {
 	ix->durable = ix->share->durable;
 	ix->ops = (PmhTableOps) {ops_alloc_memory, ops_free_memory, pmhash_space_alloc,
-		pmhash_space_free, ops_publish, ops_publish_map, ops_base, ops_mapped_units,
-	ops_log_rebuild, ops_log_split, ix};
+		pmhash_space_free, ops_publish, ops_publish_map, ops_lock_descriptors,
+		ops_unlock_descriptors, ops_base, ops_mapped_units, ops_log_rebuild, ops_log_split, ix};
 	ix->persist = ix->deferred ? (PmhPersist) {NULL, NULL, NULL, NULL, ix} : pmhash_normal_persist(ix);
 	ix->table.ops = &ix->ops;
 	ix->table.persist = &ix->persist;

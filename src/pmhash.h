@@ -233,6 +233,7 @@ extern void pmhash_unlock_shard_pair(PmhashShare *share, uint32 a, uint32 b);
 extern LWLock *pmhash_share_table_lock(void);
 extern LWLock *pmhash_file_lock(void);
 extern LWLock *pmhash_alloc_lock(PmhashShare *share);
+extern LWLock *pmhash_descriptor_lock(PmhashShare *share);
 extern PmhashShare *pmhash_share_find(const PmhashFileKey *key);
 extern void pmhash_shares_detach_all(void (*on_broken) (PmhashShare *share));
 extern PmhashShare *pmhash_share_assign(const PmhashFileKey *key, uint32 shard_bits);

@@ -428,8 +428,9 @@ redo_split(XLogReaderState *record)
 	}
 	catch_up_map(ix, xlrec->map, record->EndRecPtr);
 	pmhash_lock_shard_pair(ix->share, low, high);
+	/* maps compare by their slots: where the descriptors lie is each file's own */
 	map = pg_atomic_read_u64(&ix->share->shard_map);
-	if (map == xlrec->map)
+	if (pmh_map_slots(map) == pmh_map_slots(xlrec->map))
 		(void) split_at_pointer(ix, map, entries, xlrec->entries.count, record->EndRecPtr);
 	else if (pmh_map_slots(map) > high &&
 			 replace_halves(ix, xlrec, entries, record->EndRecPtr) != PMH_OK)

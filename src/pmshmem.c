@@ -106,7 +106,8 @@ void
 pmhash_shmem_request(void)
 {
 	RequestAddinShmemSpace(shmem_size());
-	RequestNamedLWLockTranche("pmhash", FIRST_ALLOC_LOCK + pmhash_max_indexes + pmhash_shard_locks);
+	RequestNamedLWLockTranche("pmhash",
+							  FIRST_ALLOC_LOCK + 2 * pmhash_max_indexes + pmhash_shard_locks);
 }
 
 /* Carve up and, once, initialize shared memory (from shmem_startup_hook). */
@@ -173,6 +174,17 @@ LWLock *
 pmhash_alloc_lock(PmhashShare *share)
 {
 	return &locks[share->alloc_lock].lock;
+}
+
+/*
+ * Lock of one index's descriptor array: taken shared to store a descriptor,
+ * exclusively by the split that moves the array (core move_descriptors).
+ */
+LWLock *
+pmhash_descriptor_lock(PmhashShare *share)
+{
+	return &locks[FIRST_ALLOC_LOCK + pmhash_max_indexes + pmhash_shard_locks +
+				  (share - shares)].lock;
 }
 
 /* Writer lock of a shard (striped over pmhash.shard_locks locks). */

@@ -147,8 +147,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	FuzzFile	f;
 	PmhFileHeader hdr;
-	PmhTableOps ops = {fuzz_alloc, fuzz_free, NULL, NULL, NULL, NULL, fuzz_base, fuzz_units,
-	NULL, NULL};
+	PmhTableOps ops = {fuzz_alloc, fuzz_free, NULL, NULL, NULL, NULL, NULL, NULL, fuzz_base,
+	fuzz_units, NULL, NULL};
 	PmhTable	t;
 	PmhFreeMap	map;
 	PmhExtent  *extents;

@@ -166,7 +166,7 @@ bench_file_open(const char *path, uint64_t bytes, int prefault)
 	}
 	pthread_mutex_init(&bf->alloc_lock, NULL);
 	bf->ops = (PmhTableOps) {ops_alloc_memory, ops_free_memory, ops_alloc_space,
-		ops_free_space, ops_publish, NULL, ops_base, ops_mapped_units, NULL, NULL, bf};
+		ops_free_space, ops_publish, NULL, NULL, NULL, ops_base, ops_mapped_units, NULL, NULL, bf};
 	return bf;
 }
 
@@ -320,7 +320,6 @@ bench_worker_init(BenchWorker *w, BenchFile *bf, BenchDurability durability)
 	w->table.persist = &w->persist;
 	w->table.shard_bits = bf->shard_bits;
 	w->table.file_generation = BENCH_GENERATION;
-	w->table.desc_unit = PMH_HEADER_UNITS;
 	w->table.checksums = 0;
 }
 
@@ -361,7 +360,7 @@ bench_verify(BenchFile *bf, uint64_t *live)
 	static char msg[256];
 	uint32_t	nshards = UINT32_C(1) << bf->shard_bits;
 	const char *err;
-	PmhTable	t = {&bf->ops, NULL, bf->shard_bits, BENCH_GENERATION, PMH_HEADER_UNITS, 0};
+	PmhTable	t = {&bf->ops, NULL, bf->shard_bits, BENCH_GENERATION, 0};
 
 	*live = 0;
 	err = pmh_header_check((const PmhFileHeader *) bf->base, bf->units);
