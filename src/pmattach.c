@@ -68,7 +68,7 @@ ops_free_memory(void *arg pg_attribute_unused(), void *ptr)
 static void
 ops_publish(void *arg, uint32 shard, const PmhPublication *pub)
 {
-	PmhashShardState *state = &((PmhashLocal *) arg)->share->shards[shard];
+	PmhashShardState *state = pmhash_shard_state(((PmhashLocal *) arg)->share, shard);
 
 	pmh_mirror_publish(&state->mirror, pub);
 	state->broken = false;
@@ -183,7 +183,7 @@ finish_split(PmhashLocal *ix, uint64 map)
 
 	if (last == UINT32_MAX)
 		return NULL;
-	state = &ix->share->shards[last];
+	state = pmhash_shard_state(ix->share, last);
 	if (!pmh_mirror_read(&state->mirror, &pub) || pub.depth == pmh_map_depth(map, last) ||
 		state->broken)
 		return NULL;
@@ -200,9 +200,9 @@ attach_visit(void *arg, uint32 shard, const PmhPublication *pub, const PmhCounts
 {
 	PmhashShare    *share = arg;
 
-	pmh_mirror_publish(&share->shards[shard].mirror, pub);
-	share->shards[shard].counts = *counts;
-	share->shards[shard].broken = broken != 0;
+	pmh_mirror_publish(&pmhash_shard_state(share, shard)->mirror, pub);
+	pmhash_shard_state(share, shard)->counts = *counts;
+	pmhash_shard_state(share, shard)->broken = broken != 0;
 }
 
 /*
@@ -416,7 +416,7 @@ attach(Relation index, PmhashLocal *ix)
 		pmhash_raise_damaged(NameStr(ix->name), file_damage(path, err));
 	}
 
-	share = pmhash_share_assign(&ix->key, hdr.shard_bits);
+	share = pmhash_share_assign(&ix->key, hdr.shard_bits, pmh_map_slots(hdr.shard_map));
 	share->build_generation = hdr.build_generation;
 	pg_atomic_write_u64(&share->shard_map, hdr.shard_map);
 	share->checksums = (hdr.flags & PMH_FILE_CHECKSUMS) != 0;

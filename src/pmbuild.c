@@ -136,7 +136,7 @@ load_entries(PmhashBuildState *bs)
 		LWLockAcquire(pmhash_shard_lock(ix->share, slot), LW_EXCLUSIVE);
 		pmhash_shard_segment(ix, slot, &seg);
 		st = pmh_table_rebuild(&ix->table, &seg, entries, count, 0, pmhash_build_fill(bs->index), 0,
-							   &ix->share->shards[slot].counts);
+							   &pmhash_shard_state(ix->share, slot)->counts);
 		LWLockRelease(pmhash_shard_lock(ix->share, slot));
 		if (bs->progress)
 		{

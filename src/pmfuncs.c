@@ -175,7 +175,7 @@ compare_visit(void *arg, uint32 shard, const PmhPublication *pub, const PmhCount
 			  int broken pg_attribute_unused())
 {
 	CompareState *cs = arg;
-	PmhashShardState *state = &cs->share->shards[shard];
+	PmhashShardState *state = pmhash_shard_state(cs->share, shard);
 	PmhPublication mirror;
 
 	if (cs->bad)
@@ -265,7 +265,7 @@ verify_file(PmhashLocal *ix, uint64 file_units, char *msg, size_t msglen)
 static const char *
 verify_shard(PmhashLocal *ix, uint32 shard, uint64 *live, char *msg, size_t msglen)
 {
-	PmhashShardState *state = &ix->share->shards[shard];
+	PmhashShardState *state = pmhash_shard_state(ix->share, shard);
 	LWLock	   *lock = pmhash_shard_lock(ix->share, shard);
 	const uint64 *dir;
 	const char *err = NULL;

@@ -71,6 +71,7 @@ typedef struct PmhashOptions
 #define PMHASH_MIN_FILLFACTOR		10
 
 #define PMHASH_MAX_SHARDS		(1 << PMH_MAX_SHARD_BITS)
+#define PMHASH_SHARD_CHUNKS	(PMH_MAX_SHARD_BITS + 1)	/* of a share's shard states */
 #define PMHASH_WEIGH_EVERY	256		/* a shard's entries between looks at the
 										 * shards' average (pmshard.c) */
 #define PMHASH_SHARD_ENTRIES	2048	/* target size of a shard: builds aim at it, and
@@ -130,13 +131,32 @@ typedef struct PmhashShare
 	pg_atomic_uint32 unsynced;	/* changes since the syncer's last sync */
 	uint64		pool_unit;		/* shared pool space of this share */
 	uint64		pool_units;
-	PmhashShardState *shards;
+	/*
+	 * Shard states by slot, in chunks: chunk 0 (in the share's pool space)
+	 * holds slots below 2^(shard_bits + 1), chunk k >= 1 the 2^(shard_bits +
+	 * k) slots from 2^(shard_bits + k), in pool space of its own, taken when
+	 * a split first needs a slot of it (pmhash_share_reserve).
+	 */
+	PmhashShardState *chunks[PMHASH_SHARD_CHUNKS];
+	PmhExtent	chunk_pool[PMHASH_SHARD_CHUNKS];	/* pool space of chunks 1 on */
 	PmhFreeMap	freemap;		/* file space; under the allocation lock */
 	int			nretired;
 	PmhashRetired	retired[PMHASH_MAX_RETIRED];
 	int			alloc_lock;		/* index into the lock array */
 	char		path[MAXPGPATH];
 } PmhashShare;
+
+/* The state of a slot's shard in a share (its chunk must exist). */
+static inline PmhashShardState *
+pmhash_shard_state(PmhashShare *share, uint32 slot)
+{
+	uint32		chunk;
+
+	if (slot < (UINT32_C(2) << share->shard_bits))
+		return &share->chunks[0][slot];
+	chunk = pg_leftmost_one_pos32(slot) - share->shard_bits;
+	return &share->chunks[chunk][slot - (UINT32_C(1) << pg_leftmost_one_pos32(slot))];
+}
 
 /* What one backend knows about one index file. */
 typedef struct PmhashLocal
@@ -236,7 +256,10 @@ extern LWLock *pmhash_alloc_lock(PmhashShare *share);
 extern LWLock *pmhash_descriptor_lock(PmhashShare *share);
 extern PmhashShare *pmhash_share_find(const PmhashFileKey *key);
 extern void pmhash_shares_detach_all(void (*on_broken) (PmhashShare *share));
-extern PmhashShare *pmhash_share_assign(const PmhashFileKey *key, uint32 shard_bits);
+extern PmhashShare *pmhash_share_assign(const PmhashFileKey *key, uint32 shard_bits,
+										uint32 nslots);
+extern bool pmhash_share_reserve(PmhashShare *share, uint32 nslots);
+extern bool pmhash_share_make_room(PmhashShare *share, uint32 slot);
 extern void pmhash_share_release(PmhashShare *share);
 extern void pmhash_forget_file(const PmhashFileKey *key);
 extern uint64 pmhash_forget_counter(void);

@@ -102,6 +102,25 @@ redo_open(const RelFileLocator *node)
 }
 
 /*
+ * Open an index file for a replayed change of one slot; NULL (noted) if it
+ * cannot take records or its map has no such slot (a split this replay
+ * could not make).  The caller must pmhash_leave().
+ */
+static PmhashLocal *
+redo_open_slot(const RelFileLocator *node, uint32 slot)
+{
+	PmhashLocal   *ix = redo_open(node);
+
+	if (ix != NULL && slot >= pmhash_slots(ix))
+	{
+		note_unapplied(node);
+		pmhash_leave();
+		return NULL;
+	}
+	return ix;
+}
+
+/*
  * Replay a batch of inserts, each only if absent.  A shard that recovery
  * found broken waits for its REBUILD record.
  */
@@ -124,7 +143,7 @@ redo_insert(XLogReaderState *record)
 		memcpy(&hash, packed + i * PACKED_ENTRY_SIZE, sizeof(uint32));
 		memcpy(&tid, packed + i * PACKED_ENTRY_SIZE + sizeof(uint32), sizeof(PmhTid));
 		shard = pmhash_slot_of(ix, hash);
-		state = &ix->share->shards[shard];
+		state = pmhash_shard_state(ix->share, shard);
 		LWLockAcquire(pmhash_shard_lock(ix->share, shard), LW_EXCLUSIVE);
 		if (!state->broken)
 		{
@@ -190,7 +209,7 @@ redo_delete(XLogReaderState *record, uint8 info)
 		if (TransactionIdIsValid(horizon))
 			ResolveRecoveryConflictWithSnapshot(horizon, false, xlrec->node);
 	}
-	ix = redo_open(&xlrec->node);
+	ix = redo_open_slot(&xlrec->node, xlrec->shard);
 	if (ix == NULL)
 		return;
 	set.count = xlrec->count;
@@ -221,7 +240,7 @@ redo_delete(XLogReaderState *record, uint8 info)
 	nslots = pmhash_slots(ix);
 	for (uint32 slot = xlrec->shard; slot < nslots; slot += step)
 	{
-		PmhashShardState *state = &ix->share->shards[slot];
+		PmhashShardState *state = pmhash_shard_state(ix->share, slot);
 
 		LWLockAcquire(pmhash_shard_lock(ix->share, slot), LW_EXCLUSIVE);
 		if (!state->broken)
@@ -250,7 +269,7 @@ static void
 redo_rebuild(XLogReaderState *record)
 {
 	xl_pmhash_entries *xlrec = (xl_pmhash_entries *) XLogRecGetData(record);
-	PmhashLocal   *ix = redo_open(&xlrec->node);
+	PmhashLocal   *ix = redo_open_slot(&xlrec->node, xlrec->shard);
 	PmhashShardState *state;
 	PmhEntry   *entries;
 	PmhSegment	seg;
@@ -259,7 +278,7 @@ redo_rebuild(XLogReaderState *record)
 	if (ix == NULL)
 		return;
 	entries = record_entries(record, true, sizeof(xl_pmhash_entries));
-	state = &ix->share->shards[xlrec->shard];
+	state = pmhash_shard_state(ix->share, xlrec->shard);
 	if (entries == NULL)
 	{
 		state->broken = true;
@@ -301,7 +320,7 @@ replace_halves(PmhashLocal *ix, const xl_pmhash_split *xlrec, const PmhEntry *en
 
 	for (int h = 0; h < 2; h++)
 	{
-		PmhashShardState *state = &ix->share->shards[slots[h]];
+		PmhashShardState *state = pmhash_shard_state(ix->share, slots[h]);
 		PmhPublication pub;
 		PmhSegment	seg;
 
@@ -328,7 +347,7 @@ split_at_pointer(PmhashLocal *ix, uint64 map, const PmhEntry *entries, uint64 co
 {
 	uint32		low = pmh_map_split(map);
 	uint32		high = low + (UINT32_C(1) << pmh_map_level(map));
-	PmhashShardState *state = &ix->share->shards[low];
+	PmhashShardState *state = pmhash_shard_state(ix->share, low);
 	PmhCounts	counts[2];
 	PmhSegment	seg;
 	PmhStatus	st = PMH_OK;
@@ -349,8 +368,8 @@ split_at_pointer(PmhashLocal *ix, uint64 map, const PmhEntry *entries, uint64 co
 	if (st == PMH_OK)
 	{
 		state->counts = counts[0];
-		ix->share->shards[high].counts = counts[1];
-		ix->share->shards[high].broken = false;
+		pmhash_shard_state(ix->share, high)->counts = counts[1];
+		pmhash_shard_state(ix->share, high)->broken = false;
 	}
 	state->broken = st != PMH_OK;
 	return st;
@@ -372,9 +391,13 @@ catch_up_map(PmhashLocal *ix, uint64 logged, XLogRecPtr lsn)
 		uint32		high = low + (UINT32_C(1) << pmh_map_level(map));
 		PmhStatus	st;
 
-		if (pmh_map_slots(map) >= pmh_map_slots(logged) ||
-			high >= pmh_slot_room(ix->table.shard_bits))
+		if (pmh_map_slots(map) >= pmh_map_slots(logged))
 			return;
+		if (!pmhash_share_make_room(ix->share, high))
+		{
+			note_unapplied(&ix->node);
+			return;
+		}
 		pmhash_lock_shard_pair(ix->share, low, high);
 		st = split_at_pointer(ix, map, NULL, 0, lsn);
 		pmhash_unlock_shard_pair(ix->share, low, high);
@@ -419,8 +442,10 @@ redo_split(XLogReaderState *record)
 		return;
 	entries = record_entries(record, true, sizeof(xl_pmhash_split));
 	if (entries == NULL || low != pmh_map_split(xlrec->map) ||
-		high >= pmh_slot_room(ix->table.shard_bits))
+		pmh_map_level(xlrec->map) >= PMH_MAX_SHARD_BITS ||
+		!pmhash_share_make_room(ix->share, high))
 	{
+		note_unapplied(&xlrec->entries.node);
 		if (entries)
 			pfree(entries);
 		pmhash_leave();
@@ -434,7 +459,7 @@ redo_split(XLogReaderState *record)
 		(void) split_at_pointer(ix, map, entries, xlrec->entries.count, record->EndRecPtr);
 	else if (pmh_map_slots(map) > high &&
 			 replace_halves(ix, xlrec, entries, record->EndRecPtr) != PMH_OK)
-		ix->share->shards[low].broken = true;
+		pmhash_shard_state(ix->share, low)->broken = true;
 	pmhash_unlock_shard_pair(ix->share, low, high);
 	pmhash_leave();
 	pfree(entries);

@@ -80,7 +80,7 @@ pmhash_shard_segment(PmhashLocal *ix, uint32 shard, PmhSegment *seg)
 {
 	PmhPublication pub;
 
-	if (!pmh_mirror_read(&ix->share->shards[shard].mirror, &pub))
+	if (!pmh_mirror_read(&pmhash_shard_state(ix->share, shard)->mirror, &pub))
 		elog(ERROR, "pmhash: shard %u was published while its lock was held", shard);
 	map_segment(ix, shard, &pub, seg);
 }
@@ -176,10 +176,10 @@ pmhash_shard_entries(Relation index, PmhashLocal *ix, uint32 shard, PmhEntry **e
 	uint64		count;
 	uint64		max_lsn;
 
-	if (ix->share->shards[shard].broken)
+	if (pmhash_shard_state(ix->share, shard)->broken)
 		raise_broken(index, shard);
 	LWLockAcquire(lock, LW_SHARED);
-	count = ix->share->shards[shard].counts.entries;
+	count = pmhash_shard_state(ix->share, shard)->counts.entries;
 	if (count > *maxentries)
 	{
 		*maxentries = Max(count, 2 * *maxentries);
@@ -209,18 +209,20 @@ split_shard(Relation index, PmhashLocal *ix, uint64 map)
 	PmhSegment	seg;
 	PmhStatus	st = PMH_FULL;
 
+	if (!pmhash_share_make_room(ix->share, high))
+		return false;
 	pmhash_lock_shard_pair(ix->share, low, high);
-	if (pg_atomic_read_u64(&ix->share->shard_map) == map && !ix->share->shards[low].broken)
+	if (pg_atomic_read_u64(&ix->share->shard_map) == map && !pmhash_shard_state(ix->share, low)->broken)
 	{
 		pmhash_shard_segment(ix, low, &seg);
 		st = pmh_table_split(&ix->table, &seg, map, ix->logged ? GetXLogInsertRecPtr() : 0,
 							 &counts[0], &counts[1]);
 		if (st == PMH_OK)
 		{
-			ix->share->shards[low].counts = counts[0];
-			ix->share->shards[high].counts = counts[1];
+			pmhash_shard_state(ix->share, low)->counts = counts[0];
+			pmhash_shard_state(ix->share, high)->counts = counts[1];
 			/* entries left the slot: what scans noted of it is stale */
-			ix->share->shards[low].removals++;
+			pmhash_shard_state(ix->share, low)->removals++;
 		}
 	}
 	pmhash_unlock_shard_pair(ix->share, low, high);
@@ -240,13 +242,13 @@ over_target(PmhashLocal *ix, uint64 map)
 	uint64		total = 0;
 
 	for (uint32 s = 0; s < nslots; s++)
-		total += ((volatile PmhashShardState *) &ix->share->shards[s])->counts.entries;
+		total += ((volatile PmhashShardState *) pmhash_shard_state(ix->share, s))->counts.entries;
 	return total > (uint64) PMHASH_SHARD_ENTRIES * nslots;
 }
 
 /*
  * Whether the shard at a map's split pointer should split: it may (9 bits
- * or more, and room for another slot) and the shards hold more than
+ * or more, below the last level) and the shards hold more than
  * PMHASH_SHARD_ENTRIES each on average.  Linear hashing: the splits follow
  * the average, and the shards not yet split at a level hold about twice
  * what the split ones do, so every shard stays within about twice the
@@ -257,9 +259,7 @@ should_split(PmhashLocal *ix, uint64 map)
 {
 	uint32		level = pmh_map_level(map);
 
-	return level >= 9 && level < PMH_MAX_SHARD_BITS &&
-		pmh_map_slots(map) < pmh_slot_room(ix->table.shard_bits) &&
-		over_target(ix, map);
+	return level >= 9 && level < PMH_MAX_SHARD_BITS && over_target(ix, map);
 }
 
 /*
@@ -288,7 +288,7 @@ pmhash_insert_entry(Relation index, PmhashLocal *ix, uint32 hash, ItemPointer ti
 
 	memcpy(&ptid, tid, sizeof(PmhTid));
 	shard = pmhash_lock_shard_of(ix, hash, LW_EXCLUSIVE);
-	state = &ix->share->shards[shard];
+	state = pmhash_shard_state(ix->share, shard);
 	lock = pmhash_shard_lock(ix->share, shard);
 	pmhash_shard_segment(ix, shard, &seg);
 	if (gate != NULL && !gate(gate_arg, &seg, state, ix->share->share_gen))
@@ -402,7 +402,7 @@ static bool
 segment_unlocked(Relation index, PmhashLocal *ix, uint32 hash, PmhSegment *seg)
 {
 	uint32		shard = pmhash_slot_of(ix, hash);
-	PmhashShardState *state = &ix->share->shards[shard];
+	PmhashShardState *state = pmhash_shard_state(ix->share, shard);
 	PmhPublication pub;
 
 	if (state->broken)

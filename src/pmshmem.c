@@ -357,6 +357,14 @@ pmhash_share_release(PmhashShare *share)
 		pmh_freemap_release(&shared->pool_map, share->pool_unit, share->pool_units);
 	share->pool_unit = 0;
 	share->pool_units = 0;
+	for (int k = 1; k < PMHASH_SHARD_CHUNKS; k++)
+	{
+		if (share->chunk_pool[k].unit != 0)
+			pmh_freemap_release(&shared->pool_map, share->chunk_pool[k].unit,
+								share->chunk_pool[k].count);
+		share->chunk_pool[k] = (PmhExtent) {0, 0};
+		share->chunks[k] = NULL;
+	}
 	share->nretired = 0;
 	pg_atomic_write_u64(&shared->forget_counter,
 						pg_atomic_read_u64(&shared->forget_counter) + 1);
@@ -416,13 +424,75 @@ share_pool_units(uint32 shard_bits)
 	return (bytes + POOL_UNIT - 1) / POOL_UNIT;
 }
 
+/* Fresh states for count slots whose shards have the given depth. */
+static void
+init_states(PmhashShardState *states, uint32 count, uint32 depth)
+{
+	for (uint32 s = 0; s < count; s++)
+	{
+		pmh_mirror_publish(&states[s].mirror, &(PmhPublication) {0, 0, depth});
+		memset(&states[s].counts, 0, sizeof(PmhCounts));
+		states[s].removals = 0;
+		states[s].broken = false;
+	}
+}
+
 /*
- * Give a file a share with room for its shards, evicting idle shares if
- * needed (share table lock held exclusively, and no announcement of ours
- * pending: eviction waits for announced readers).  The caller fills it in.
+ * Make sure a share has the shard states of slots below nslots, taking pool
+ * space for the chunks missing (share table lock held exclusively).  False
+ * if the pool has no room for one.  A chunk is complete before readers can
+ * see it, and they look only at slots a map they read has.
+ */
+bool
+pmhash_share_reserve(PmhashShare *share, uint32 nslots)
+{
+	for (uint32 k = 1; k < PMHASH_SHARD_CHUNKS && share->shard_bits + k < 32; k++)
+	{
+		uint32		first = UINT32_C(1) << (share->shard_bits + k);
+		uint64		units = ((uint64) first * sizeof(PmhashShardState) + POOL_UNIT - 1) / POOL_UNIT;
+		uint64		unit;
+
+		if (first >= nslots)
+			break;
+		if (share->chunks[k] != NULL)
+			continue;
+		if ((unit = pmh_freemap_alloc(&shared->pool_map, units)) == 0)
+			return false;
+		init_states((PmhashShardState *) (pool + unit * POOL_UNIT), first,
+					share->shard_bits + k + 1);
+		share->chunk_pool[k] = (PmhExtent) {unit, units};
+		pg_write_barrier();
+		share->chunks[k] = (PmhashShardState *) (pool + unit * POOL_UNIT);
+	}
+	return true;
+}
+
+/*
+ * Make sure a share has the shard state of a slot that a split is about to
+ * add; false if the pool has no room (pmhash.max_shards).
+ */
+bool
+pmhash_share_make_room(PmhashShare *share, uint32 slot)
+{
+	bool		ok;
+
+	if (slot < (UINT32_C(2) << share->shard_bits) ||
+		share->chunks[pg_leftmost_one_pos32(slot) - share->shard_bits] != NULL)
+		return true;
+	LWLockAcquire(pmhash_share_table_lock(), LW_EXCLUSIVE);
+	ok = pmhash_share_reserve(share, slot + 1);
+	LWLockRelease(pmhash_share_table_lock());
+	return ok;
+}
+
+/*
+ * Give a file a share with room for its shards (nslots of them, built with
+ * 2^shard_bits), evicting idle shares if needed (share table lock held
+ * exclusively, and no announcement of ours pending: eviction waits for
+ * announced readers).  The caller fills it in.
  */
 PmhashShare *
-pmhash_share_assign(const PmhashFileKey *key, uint32 shard_bits)
+pmhash_share_assign(const PmhashFileKey *key, uint32 shard_bits, uint32 nslots)
 {
 	uint64		units = share_pool_units(shard_bits);
 	uint64		nshards = pmh_slot_room(shard_bits);
@@ -451,21 +521,26 @@ pmhash_share_assign(const PmhashFileKey *key, uint32 shard_bits)
 	share->key = *key;
 	share->pool_unit = unit;
 	share->pool_units = units;
-	share->shards = (PmhashShardState *) (pool + unit * POOL_UNIT);
-	for (uint64 s = 0; s < nshards; s++)
-	{
-		pmh_mirror_publish(&share->shards[s].mirror, &(PmhPublication) {0, 0, shard_bits});
-		memset(&share->shards[s].counts, 0, sizeof(PmhCounts));
-		share->shards[s].removals = 0;
-		share->shards[s].broken = false;
-	}
+	share->shard_bits = shard_bits;
+	memset(share->chunks, 0, sizeof(share->chunks));
+	memset(share->chunk_pool, 0, sizeof(share->chunk_pool));
+	share->chunks[0] = (PmhashShardState *) (pool + unit * POOL_UNIT);
+	init_states(share->chunks[0], (uint32) nshards, shard_bits);
 	pmh_freemap_init(&share->freemap,
 					 (PmhExtent *) (pool + unit * POOL_UNIT + nshards * sizeof(PmhashShardState)),
 					 (uint32) (nshards + SPARE_EXTENTS));
-	share->shard_bits = shard_bits;
 	share->map_logged = false;
 	share->nretired = 0;
 	share->last_use = pg_atomic_fetch_add_u64(&shared->attach_clock, 1);
+	if (!pmhash_share_reserve(share, nslots))
+	{
+		pmhash_share_release(share);
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("not enough pmhash shared memory for an index with %u shards", nslots),
+				 errhint("Increase pmhash.max_shards (now %d) and restart the server.",
+						 pmhash_max_shards)));
+	}
 	return share;
 }
 
@@ -486,7 +561,7 @@ pmhash_shares_detach_all(void (*on_broken) (PmhashShare *share))
 		if (share->state != PMHASH_SHARE_READY)
 			continue;
 		for (uint64 s = 0; s < nshards && !broken; s++)
-			broken = share->shards[s].broken;
+			broken = pmhash_shard_state(share, s)->broken;
 		if (broken)
 			on_broken(share);
 		pmhash_share_release(share);

@@ -231,7 +231,7 @@ count_entries(PmhashLocal *ix)
 	double		total = 0;
 
 	for (uint32 s = 0; s < nshards; s++)
-		total += (double) ix->share->shards[s].counts.entries;
+		total += (double) pmhash_shard_state(ix->share, s)->counts.entries;
 	return total;
 }
 
@@ -244,7 +244,7 @@ static PmhStatus
 delete_logged(PmhashLocal *ix, uint32 shard, const PmhSegment *seg, const PmhDeleteOps *ops,
 			  VacuumState *vs, PmhashRemoval removal, TransactionId horizon, uint64 *removed)
 {
-	PmhashShardState *state = &ix->share->shards[shard];
+	PmhashShardState *state = pmhash_shard_state(ix->share, shard);
 	PmhStatus	st;
 
 	vs->nremoved = 0;
@@ -268,7 +268,7 @@ delete_logged(PmhashLocal *ix, uint32 shard, const PmhSegment *seg, const PmhDel
 static uint64
 vacuum_shard(PmhashLocal *ix, uint32 shard, VacuumState *vs)
 {
-	PmhashShardState *state = &ix->share->shards[shard];
+	PmhashShardState *state = pmhash_shard_state(ix->share, shard);
 	LWLock	   *lock = pmhash_shard_lock(ix->share, shard);
 	PmhDeleteOps ops = {vs->callback ? tid_is_dead : NULL, line_pointer_verdict,
 	ix->logged ? note_removed : NULL, vs};
@@ -357,7 +357,7 @@ vacuum_shards(Relation index, IndexBulkDeleteCallback callback, void *callback_s
 		share_gen = ix->share_gen;
 		vs.shard_bits = ix->table.shard_bits;
 		vs.nsuspects = 0;
-		if (callback != NULL || ix->share->shards[s].counts.unverified > 0)
+		if (callback != NULL || pmhash_shard_state(ix->share, s)->counts.unverified > 0)
 			removed += (double) vacuum_shard(ix, s, &vs);
 		pmhash_leave();
 		if (vs.nsuspects > 0)
@@ -393,7 +393,7 @@ void
 pmhash_note_probe(PmhashLocal *ix, uint32 code, PmhashKilled *killed)
 {
 	const volatile PmhashShardState *state =
-		&ix->share->shards[pmhash_slot_of(ix, code)];
+		pmhash_shard_state(ix->share, pmhash_slot_of(ix, code));
 
 	killed->code = code;
 	killed->share_gen = ix->share_gen;
@@ -539,7 +539,7 @@ pmhash_remove_killed(Relation index, Relation heap, PmhashKilled *killed)
 	shard = pmhash_slot_of(ix, killed->code);
 	block = pmhash_predicate_block(ix, killed->code);
 	stale = ix->share_gen != killed->share_gen ||
-		ix->share->shards[shard].removals != killed->removals;
+		pmhash_shard_state(ix->share, shard)->removals != killed->removals;
 	pmhash_leave();
 	for (int done = 0; !stale && done < killed->ntids; done += CONFIRM_BATCH)
 	{
@@ -552,7 +552,7 @@ pmhash_remove_killed(Relation index, Relation heap, PmhashKilled *killed)
 	}
 
 	ix = pmhash_open(index, NULL);
-	state = &ix->share->shards[shard];
+	state = pmhash_shard_state(ix->share, shard);
 	lock = pmhash_shard_lock(ix->share, shard);
 	if (ix->logged)
 		ops.removed = note_removed;
