@@ -39,10 +39,15 @@
 #define POOL_UNIT		64		/* bytes per unit of the shared pool */
 #define SPARE_EXTENTS	64		/* free-map room beyond one extent per shard */
 
-/* the lock array: two global locks, one allocation lock per share, stripes */
+/*
+ * the lock array: three global locks, one allocation lock per share,
+ * stripes, one descriptor lock per share
+ */
 #define SHARE_TABLE_LOCK		0
 #define FILE_LOCK			1
-#define FIRST_ALLOC_LOCK	2
+#define POOL_LOCK			2
+#define FIRST_ALLOC_LOCK	3
+#define POOL_EXTENTS		(pmhash_max_indexes * PMHASH_SHARD_CHUNKS + 1)
 
 typedef struct PmhShared
 {
@@ -93,7 +98,7 @@ shmem_size(void)
 {
 	Size		size = MAXALIGN(sizeof(PmhShared));
 
-	size = add_size(size, MAXALIGN(mul_size(pmhash_max_indexes + 1, sizeof(PmhExtent))));
+	size = add_size(size, MAXALIGN(mul_size(POOL_EXTENTS, sizeof(PmhExtent))));
 	size = add_size(size, PG_CACHE_LINE_SIZE + mul_size(proc_count(), sizeof(AnnounceCell)));
 	size = add_size(size, MAXALIGN(mul_size(pmhash_max_indexes, sizeof(PmhashShare))));
 	size = add_size(size, POOL_UNIT);
@@ -121,7 +126,7 @@ pmhash_shmem_startup(void)
 	shared = ShmemInitStruct("pmhash", shmem_size(), &found);
 	p = (char *) shared + MAXALIGN(sizeof(PmhShared));
 	pool_extents = (PmhExtent *) p;
-	p += MAXALIGN(mul_size(pmhash_max_indexes + 1, sizeof(PmhExtent)));
+	p += MAXALIGN(mul_size(POOL_EXTENTS, sizeof(PmhExtent)));
 	announce = (AnnounceCell *) TYPEALIGN(PG_CACHE_LINE_SIZE, p);
 	p = (char *) announce + mul_size(proc_count(), sizeof(AnnounceCell));
 	shares = (PmhashShare *) p;
@@ -149,7 +154,7 @@ pmhash_shmem_startup(void)
 			shares[i].alloc_lock = FIRST_ALLOC_LOCK + i;
 		}
 		/* unit 0 of the pool is never handed out: 0 means "none" */
-		pmh_freemap_init(&shared->pool_map, pool_extents, pmhash_max_indexes + 1);
+		pmh_freemap_init(&shared->pool_map, pool_extents, POOL_EXTENTS);
 		pmh_freemap_release(&shared->pool_map, 1, pool_size() / POOL_UNIT - 1);
 	}
 	LWLockRelease(AddinShmemInitLock);
@@ -167,6 +172,38 @@ LWLock *
 pmhash_file_lock(void)
 {
 	return &locks[FILE_LOCK].lock;
+}
+
+/*
+ * Lock of the shared pool's free map: shares and the chunks of their shard
+ * states come from it.  Nothing waits for readers while holding it, so a
+ * backend may take it while announced.
+ */
+static LWLock *
+pool_lock(void)
+{
+	return &locks[POOL_LOCK].lock;
+}
+
+/* Take units of the shared pool; 0 if it has no room. */
+static uint64
+pool_alloc(uint64 units)
+{
+	uint64		unit;
+
+	LWLockAcquire(pool_lock(), LW_EXCLUSIVE);
+	unit = pmh_freemap_alloc(&shared->pool_map, units);
+	LWLockRelease(pool_lock());
+	return unit;
+}
+
+/* Give units back to the shared pool. */
+static void
+pool_free(uint64 unit, uint64 units)
+{
+	LWLockAcquire(pool_lock(), LW_EXCLUSIVE);
+	pmh_freemap_release(&shared->pool_map, unit, units);
+	LWLockRelease(pool_lock());
 }
 
 /* Lock that serializes file-space allocation of one index. */
@@ -354,14 +391,13 @@ pmhash_share_release(PmhashShare *share)
 	epoch = pmhash_retire_epoch();
 	pmhash_wait_for_readers(epoch);
 	if (share->pool_unit != 0)
-		pmh_freemap_release(&shared->pool_map, share->pool_unit, share->pool_units);
+		pool_free(share->pool_unit, share->pool_units);
 	share->pool_unit = 0;
 	share->pool_units = 0;
 	for (int k = 1; k < PMHASH_SHARD_CHUNKS; k++)
 	{
 		if (share->chunk_pool[k].unit != 0)
-			pmh_freemap_release(&shared->pool_map, share->chunk_pool[k].unit,
-								share->chunk_pool[k].count);
+			pool_free(share->chunk_pool[k].unit, share->chunk_pool[k].count);
 		share->chunk_pool[k] = (PmhExtent) {0, 0};
 		share->chunks[k] = NULL;
 	}
@@ -439,13 +475,17 @@ init_states(PmhashShardState *states, uint32 count, uint32 depth)
 
 /*
  * Make sure a share has the shard states of slots below nslots, taking pool
- * space for the chunks missing (share table lock held exclusively).  False
- * if the pool has no room for one.  A chunk is complete before readers can
- * see it, and they look only at slots a map they read has.
+ * space for the chunks missing (under the pool lock, so that backends
+ * making room for the same chunk take it once).  False if the pool has no
+ * room for one.  A chunk is complete before readers can see it, and they
+ * look only at slots a map they read has.
  */
 bool
 pmhash_share_reserve(PmhashShare *share, uint32 nslots)
 {
+	bool		ok = true;
+
+	LWLockAcquire(pool_lock(), LW_EXCLUSIVE);
 	for (uint32 k = 1; k < PMHASH_SHARD_CHUNKS && share->shard_bits + k < 32; k++)
 	{
 		uint32		first = UINT32_C(1) << (share->shard_bits + k);
@@ -457,32 +497,32 @@ pmhash_share_reserve(PmhashShare *share, uint32 nslots)
 		if (share->chunks[k] != NULL)
 			continue;
 		if ((unit = pmh_freemap_alloc(&shared->pool_map, units)) == 0)
-			return false;
+		{
+			ok = false;
+			break;
+		}
 		init_states((PmhashShardState *) (pool + unit * POOL_UNIT), first,
 					share->shard_bits + k + 1);
 		share->chunk_pool[k] = (PmhExtent) {unit, units};
 		pg_write_barrier();
 		share->chunks[k] = (PmhashShardState *) (pool + unit * POOL_UNIT);
 	}
-	return true;
+	LWLockRelease(pool_lock());
+	return ok;
 }
 
 /*
  * Make sure a share has the shard state of a slot that a split is about to
- * add; false if the pool has no room (pmhash.max_shards).
+ * add; false if the pool has no room (pmhash.max_shards).  Taken while
+ * announced: the pool lock is not one that waits for readers.
  */
 bool
 pmhash_share_make_room(PmhashShare *share, uint32 slot)
 {
-	bool		ok;
-
 	if (slot < (UINT32_C(2) << share->shard_bits) ||
 		share->chunks[pg_leftmost_one_pos32(slot) - share->shard_bits] != NULL)
 		return true;
-	LWLockAcquire(pmhash_share_table_lock(), LW_EXCLUSIVE);
-	ok = pmhash_share_reserve(share, slot + 1);
-	LWLockRelease(pmhash_share_table_lock());
-	return ok;
+	return pmhash_share_reserve(share, slot + 1);
 }
 
 /*
@@ -499,7 +539,7 @@ pmhash_share_assign(const PmhashFileKey *key, uint32 shard_bits, uint32 nslots)
 	PmhashShare    *share;
 	uint64		unit;
 
-	while ((unit = pmh_freemap_alloc(&shared->pool_map, units)) == 0)
+	while ((unit = pool_alloc(units)) == 0)
 	{
 		share = share_victim();
 		if (share == NULL)
