@@ -74,6 +74,7 @@ typedef struct PmhashOptions
 #define PMHASH_SHARD_CHUNKS	(PMH_MAX_SHARD_BITS + 1)	/* of a share's shard states */
 #define PMHASH_WEIGH_EVERY	256		/* a shard's entries between looks at the
 										 * shards' average (pmshard.c) */
+#define PMHASH_WEIGH_SLOTS	128		/* slots whose counters estimate the average */
 #define PMHASH_SHARD_ENTRIES	2048	/* target size of a shard: builds aim at it, and
 										 * a shard this full that must grow splits the
 										 * shard at the split pointer first */
@@ -150,12 +151,12 @@ typedef struct PmhashShare
 static inline PmhashShardState *
 pmhash_shard_state(PmhashShare *share, uint32 slot)
 {
-	uint32		chunk;
+	int			top;
 
 	if (slot < (UINT32_C(2) << share->shard_bits))
 		return &share->chunks[0][slot];
-	chunk = pg_leftmost_one_pos32(slot) - share->shard_bits;
-	return &share->chunks[chunk][slot - (UINT32_C(1) << pg_leftmost_one_pos32(slot))];
+	top = pg_leftmost_one_pos32(slot);
+	return &share->chunks[top - share->shard_bits][slot - (UINT32_C(1) << top)];
 }
 
 /* What one backend knows about one index file. */

@@ -233,17 +233,26 @@ split_shard(Relation index, PmhashLocal *ix, uint64 map)
 
 /*
  * Whether the shards of a map hold more than PMHASH_SHARD_ENTRIES each on
- * average, by their counters read without their locks (an estimate).
+ * average, by the counters of at most PMHASH_WEIGH_SLOTS slots spread
+ * evenly over the map, read without their locks (an estimate whose work
+ * does not grow with the index).  Split and unsplit shards are sampled in
+ * their proportions, since the slots split at a level are the first ones
+ * and the last ones of the map.
  */
 static bool
 over_target(PmhashLocal *ix, uint64 map)
 {
 	uint32		nslots = pmh_map_slots(map);
+	uint32		nsample = Min(nslots, PMHASH_WEIGH_SLOTS);
 	uint64		total = 0;
 
-	for (uint32 s = 0; s < nslots; s++)
+	for (uint32 i = 0; i < nsample; i++)
+	{
+		uint32		s = (uint32) (((uint64) i * nslots) / nsample);
+
 		total += ((volatile PmhashShardState *) pmhash_shard_state(ix->share, s))->counts.entries;
-	return total > (uint64) PMHASH_SHARD_ENTRIES * nslots;
+	}
+	return total > (uint64) PMHASH_SHARD_ENTRIES * nsample;
 }
 
 /*
