@@ -13,7 +13,8 @@
 # as the primary's, a sample of present and absent keys finds through the
 # index exactly the rows a seqscan finds, and pmhash_verify counts every
 # row.  The promoted standby goes on splitting.  The logs must show no
-# error and no crash.
+# error and no crash.  Last, with no shared memory for more shard states,
+# splits stop and shards grow instead.
 use strict;
 use warnings;
 
@@ -206,5 +207,34 @@ sub run_path
 	return;
 }
 
+# Splits need shard states in shared memory: with pmhash.max_shards and
+# pmhash.max_indexes at their least, the pool has room for the 1,024 slots
+# an index built with 512 shards takes when it is attached, not for the
+# chunk of the next 1,024.
+# Growth past that stops splitting without an error, and the shards grow
+# instead.
+sub run_without_room
+{
+	$next_id = 1;
+	my $node = new_node('room', conf => "pmhash.max_shards = 1024\npmhash.max_indexes = 4\nmax_wal_size = 4GB\n");
+	start_node($node);
+	my $log_start = log_offset($node);
+	$node->safe_psql('postgres',
+		'CREATE EXTENSION pmhash; CREATE TABLE g (id int8, k int8); '
+		  . 'CREATE INDEX g_k ON g USING pmhash (k);');
+	load($node, $BATCH) for 1 .. 8;
+	is(shards($node), '1024',
+		'without room for more shard states, splits stop at the 1,024 slots of the attach');
+	my $mean = $node->safe_psql('postgres', "SELECT round(avg(entries)) FROM pmhash_shards('g_k')");
+	cmp_ok($mean, '>', 2048, "the shards grew past the target instead ($mean entries on average)");
+	check_g($node, 'without room for more shard states', 1);
+	$node->restart;
+	check_g($node, 'without room for more shard states, after a restart', 1);
+	check_log($node, $log_start, 'without room for more shard states');
+	$node->stop;
+	return;
+}
+
 run_path($_) for qw(msync pmem);
+run_without_room();
 done_testing();
