@@ -66,11 +66,11 @@ ops_free_memory(void *arg pg_attribute_unused(), void *ptr)
 
 /* Table callback: show a new segment to readers. */
 static void
-ops_publish(void *arg, uint32 shard, uint64 desc, uint32 nposting)
+ops_publish(void *arg, uint32 shard, const PmhPublication *pub)
 {
-	PmhashShardState *state = &((PmhashLocal *) arg)->share->shards[shard];
+	PmhashShardState *state = pmhash_shard_state(((PmhashLocal *) arg)->share, shard);
 
-	pmh_mirror_publish(&state->mirror, desc, nposting);
+	pmh_mirror_publish(&state->mirror, pub);
 	state->broken = false;
 }
 
@@ -88,6 +88,53 @@ ops_mapped_units(void *arg)
 	return ((PmhashLocal *) arg)->mapped_len / PMH_UNIT_SIZE;
 }
 
+/* Table callback: show readers a new shard map. */
+static void
+ops_publish_map(void *arg, uint64 map)
+{
+	pg_atomic_write_u64(&((PmhashLocal *) arg)->share->shard_map, map);
+}
+
+/* Table callback: lock the descriptor array, shared or exclusively. */
+static void
+ops_lock_descriptors(void *arg, int exclusive)
+{
+	LWLockAcquire(pmhash_descriptor_lock(((PmhashLocal *) arg)->share),
+				  exclusive ? LW_EXCLUSIVE : LW_SHARED);
+}
+
+/* Table callback: release the descriptor array's lock. */
+static void
+ops_unlock_descriptors(void *arg)
+{
+	LWLockRelease(pmhash_descriptor_lock(((PmhashLocal *) arg)->share));
+}
+
+/*
+ * Log the shard map once per attachment of the share, before the first
+ * record that names a slot, when the index is logged (src/README, The
+ * shard map in the WAL).
+ */
+void
+pmhash_log_map_once(PmhashLocal *ix)
+{
+	if (ix->logged && !ix->share->map_logged)
+	{
+		pmhash_log_map(&ix->node, pg_atomic_read_u64(&ix->share->shard_map));
+		ix->share->map_logged = true;
+	}
+}
+
+/* Table callback: log a split shard's entries, when the index is logged. */
+static void
+ops_log_split(void *arg, uint32 slot, uint64 map, const PmhEntry *entries, uint64 count)
+{
+	PmhashLocal   *ix = arg;
+
+	if (ix->logged)
+		pmhash_log_split(&ix->node, slot, map, entries, count);
+}
+
 /* Table callback: log the content of a rebuilt shard, when the index is logged. */
 static void
 ops_log_rebuild(void *arg, uint32 shard, const PmhEntry *entries, uint64 count, double fill)
@@ -95,7 +142,10 @@ ops_log_rebuild(void *arg, uint32 shard, const PmhEntry *entries, uint64 count, 
 	PmhashLocal   *ix = arg;
 
 	if (ix->logged)
+	{
+		pmhash_log_map_once(ix);
 		pmhash_log_rebuild(&ix->node, shard, fill, entries, count);
+	}
 }
 
 /*
@@ -108,26 +158,51 @@ setup_table(PmhashLocal *ix)
 {
 	ix->durable = ix->share->durable;
 	ix->ops = (PmhTableOps) {ops_alloc_memory, ops_free_memory, pmhash_space_alloc,
-		pmhash_space_free, ops_publish, ops_base, ops_mapped_units, ops_log_rebuild, ix};
+		pmhash_space_free, ops_publish, ops_publish_map, ops_lock_descriptors,
+		ops_unlock_descriptors, ops_base, ops_mapped_units, ops_log_rebuild, ops_log_split, ix};
 	ix->persist = ix->deferred ? (PmhPersist) {NULL, NULL, NULL, NULL, ix} : pmhash_normal_persist(ix);
 	ix->table.ops = &ix->ops;
 	ix->table.persist = &ix->persist;
 	ix->table.shard_bits = ix->share->shard_bits;
 	ix->table.file_generation = ix->share->build_generation;
-	ix->table.desc_unit = PMH_HEADER_UNITS;
 	ix->table.checksums = ix->share->checksums;
+}
+
+/*
+ * Finish the last split of a file's map if a crash cut it short after the
+ * map moved: its low slot still publishes the old segment, one bit
+ * shallower than the map says (pmh_table_finish_split).  NULL, or why not.
+ */
+static const char *
+finish_split(PmhashLocal *ix, uint64 map)
+{
+	uint32		last = pmh_map_last_split(map, ix->table.shard_bits);
+	PmhashShardState *state;
+	PmhPublication pub;
+	PmhSegment	seg;
+
+	if (last == UINT32_MAX)
+		return NULL;
+	state = pmhash_shard_state(ix->share, last);
+	if (!pmh_mirror_read(&state->mirror, &pub) || pub.depth == pmh_map_depth(map, last) ||
+		state->broken)
+		return NULL;
+	pmh_table_segment(&ix->table, last, &pub, &seg);
+	if (pmh_table_finish_split(&ix->table, &seg, 0, &state->counts) != PMH_OK)
+		return psprintf("shard %u: the split a crash cut short cannot be finished", last);
+	return NULL;
 }
 
 /* Attach callback: fill a shard's mirror and counters. */
 static void
-attach_visit(void *arg, uint32 shard, uint64 desc, uint32 nposting, const PmhCounts *counts,
+attach_visit(void *arg, uint32 shard, const PmhPublication *pub, const PmhCounts *counts,
 			 int broken)
 {
 	PmhashShare    *share = arg;
 
-	pmh_mirror_publish(&share->shards[shard].mirror, desc, nposting);
-	share->shards[shard].counts = *counts;
-	share->shards[shard].broken = broken != 0;
+	pmh_mirror_publish(&pmhash_shard_state(share, shard)->mirror, pub);
+	pmhash_shard_state(share, shard)->counts = *counts;
+	pmhash_shard_state(share, shard)->broken = broken != 0;
 }
 
 /*
@@ -325,7 +400,8 @@ attach(Relation index, PmhashLocal *ix)
 		return UNUSABLE;
 	}
 	err = check_header(ix, index ? meta.build_generation : 0, &hdr);
-	if (err == NULL && (hdr.state & unusable_states(ix, index)))
+	/* a file of the previous format is rebuilt from the table (pmbuild.c) */
+	if ((err == NULL && (hdr.state & unusable_states(ix, index))) || err == pmh_older_format)
 	{
 		pmhash_unmap_local(ix);
 		LWLockRelease(pmhash_share_table_lock());
@@ -340,16 +416,19 @@ attach(Relation index, PmhashLocal *ix)
 		pmhash_raise_damaged(NameStr(ix->name), file_damage(path, err));
 	}
 
-	share = pmhash_share_assign(&ix->key, hdr.shard_bits);
+	share = pmhash_share_assign(&ix->key, hdr.shard_bits, pmh_map_slots(hdr.shard_map));
 	share->build_generation = hdr.build_generation;
+	pg_atomic_write_u64(&share->shard_map, hdr.shard_map);
 	share->checksums = (hdr.flags & PMH_FILE_CHECKSUMS) != 0;
 	share->durable = ix->key.backend == INVALID_PROC_NUMBER;
 	strlcpy(share->path, path, MAXPGPATH);
 	pg_atomic_write_u64(&share->file_units, ix->mapped_len / PMH_UNIT_SIZE);
 	ix->share = share;
 	setup_table(ix);
-	err = pmh_table_attach(&ix->table, ix->mapped_len / PMH_UNIT_SIZE, &share->freemap,
-						   lenient, attach_visit, share, msg, sizeof(msg));
+	err = pmh_table_attach(&ix->table, hdr.shard_map, ix->mapped_len / PMH_UNIT_SIZE,
+						   &share->freemap, lenient, attach_visit, share, msg, sizeof(msg));
+	if (err == NULL)
+		err = finish_split(ix, hdr.shard_map);
 	if (err)
 	{
 		pmhash_share_release(share);

@@ -54,7 +54,6 @@
 
 #include "pmbuild.h"
 
-#define ENTRIES_PER_SHARD	2048	/* target size of a shard at build time */
 #define MIN_SHARD_BITS		9		/* 512: bucket slots then keep every hash bit */
 
 /* Subphases of a build in pg_stat_progress_create_index (pmhashbuildphasename) */
@@ -85,7 +84,7 @@ choose_shard_bits(Relation index, double entries)
 	if (opts && opts->shards > 0)
 		return (uint32) pg_leftmost_one_pos32((uint32) opts->shards);
 	while (bits < PMH_MAX_SHARD_BITS &&
-		   entries > (double) ENTRIES_PER_SHARD * (double) (UINT64CONST(1) << bits))
+		   entries > (double) PMHASH_SHARD_ENTRIES * (double) (UINT64CONST(1) << bits))
 		bits++;
 	return bits;
 }
@@ -122,6 +121,7 @@ load_entries(PmhashBuildState *bs)
 		uint64		from = s == 0 ? 0 : ends[(s << shift) - 1];
 		uint64		count = ends[((s + 1) << shift) - 1] - from;
 		const PmhEntry *entries = sorted + from;
+		uint32		slot = pmh_slot_shard(s, bs->shard_bits);	/* shard s's */
 		PmhSegment	seg;
 		PmhStatus	st;
 
@@ -133,11 +133,11 @@ load_entries(PmhashBuildState *bs)
 		if (count == 0)
 			continue;
 		CHECK_FOR_INTERRUPTS();
-		LWLockAcquire(pmhash_shard_lock(ix->share, s), LW_EXCLUSIVE);
-		pmhash_shard_segment(ix, s, &seg);
+		LWLockAcquire(pmhash_shard_lock(ix->share, slot), LW_EXCLUSIVE);
+		pmhash_shard_segment(ix, slot, &seg);
 		st = pmh_table_rebuild(&ix->table, &seg, entries, count, 0, pmhash_build_fill(bs->index), 0,
-							   &ix->share->shards[s].counts);
-		LWLockRelease(pmhash_shard_lock(ix->share, s));
+							   &pmhash_shard_state(ix->share, slot)->counts);
+		LWLockRelease(pmhash_shard_lock(ix->share, slot));
 		if (bs->progress)
 		{
 			bs->loaded += count;
@@ -147,7 +147,7 @@ load_entries(PmhashBuildState *bs)
 			ereport(ERROR,
 					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 					 errmsg("pmhash index \"%s\" shard %u cannot hold its entries",
-							RelationGetRelationName(bs->index), s),
+							RelationGetRelationName(bs->index), slot),
 					 errhint("Use more shards: WITH (shards = N).")));
 	}
 	pmhash_leave();
@@ -235,7 +235,9 @@ check_unique(Relation heap, Relation index, IndexInfo *info, PmhashBuildState *b
 
 		CHECK_FOR_INTERRUPTS();
 		ix = pmhash_open(index, NULL);
-		count = pmhash_shard_entries(index, ix, s, &entries, &maxentries);
+		/* in hash order, the order a build reports its first duplicate in */
+		count = pmhash_shard_entries(index, ix, pmh_slot_shard(s, ix->table.shard_bits),
+									 &entries, &maxentries);
 		pmhash_leave();
 
 		/* keep the live entries, sorted by hash code */
@@ -402,6 +404,8 @@ rebuild_from_table(Relation index)
 	PmhashFileKey	key;
 	char		path[MAXPGPATH];
 	PmhFileHeader hdr;
+	const char *err;
+	const char *why;
 	Relation	heap;
 	IndexInfo  *info;
 	double		heap_tuples;
@@ -426,18 +430,23 @@ rebuild_from_table(Relation index)
 	}
 	pmhash_file_key(index, &key);
 	pmhash_file_path(&key, path);
-	if (!pmhash_read_file_header(path, &hdr) ||
-		!(hdr.state & (PMH_STATE_NEEDS_REBUILD | PMH_STATE_BUILDING)))
+	err = pmhash_read_file_header(path, &hdr);
+	if (err != pmh_older_format &&
+		(err != NULL || !(hdr.state & (PMH_STATE_NEEDS_REBUILD | PMH_STATE_BUILDING))))
 	{
 		/* someone else rebuilt it meanwhile */
 		LockRelease(&tag, ExclusiveLock, false);
 		return;
 	}
+	why = err == pmh_older_format ?
+		psprintf("Its file has format version %u, of an older pmhash; this one writes version %u.",
+				 hdr.version, PMH_FORMAT_VERSION) :
+		pstrdup("Recovery could not bring its file up to date.");
 	heap = table_open(heap_oid, AccessShareLock);
 	ereport(NOTICE,
 			(errmsg("rebuilding pmhash index \"%s\" from table \"%s\"",
 					RelationGetRelationName(index), RelationGetRelationName(heap)),
-			 errdetail("Recovery could not bring its file up to date.")));
+			 errdetail_internal("%s", why)));
 	info = BuildIndexInfo(index);
 	info->ii_Unique = false;
 	info->ii_ExclusionOps = NULL;	/* nor an exclusion constraint's */
@@ -454,7 +463,7 @@ rebuild_from_table(Relation index)
 	ereport(LOG,
 			(errmsg("pmhash index \"%s\" was rebuilt from table \"%s\" with %.0f entries",
 					RelationGetRelationName(index), RelationGetRelationName(heap), entries),
-			 errdetail("Recovery could not bring its file up to date.")));
+			 errdetail_internal("%s", why)));
 	table_close(heap, AccessShareLock);
 	LockRelease(&tag, ExclusiveLock, false);
 }

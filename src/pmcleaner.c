@@ -179,7 +179,7 @@ pmhash_sweep_orphans(int elevel)
 				ereport(elevel,
 						(errmsg("removed orphaned pmhash file \"%s\"", path)));
 		}
-		else if (pmhash_read_file_header(path, &hdr) && hdr.creator_xid != 0)
+		else if (pmhash_read_file_header(path, &hdr) == NULL && hdr.creator_xid != 0)
 		{
 			switch (creator_outcome(hdr.creator_xid))
 			{

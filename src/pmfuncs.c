@@ -99,7 +99,7 @@ pmhash_stats(PG_FUNCTION_ARGS)
 
 	memset(&st, 0, sizeof(st));
 	ix = pmhash_open(index, NULL);
-	nshards = UINT32_C(1) << ix->table.shard_bits;
+	nshards = pmhash_slots(ix);
 	for (uint32 s = 0; s < nshards; s++)
 		add_shard_stats(ix, s, &st);
 	LWLockAcquire(pmhash_alloc_lock(ix->share), LW_SHARED);
@@ -139,7 +139,7 @@ pmhash_shards(PG_FUNCTION_ARGS)
 
 	InitMaterializedSRF(fcinfo, 0);
 	ix = pmhash_open(index, NULL);
-	nshards = UINT32_C(1) << ix->table.shard_bits;
+	nshards = pmhash_slots(ix);
 	for (uint32 s = 0; s < nshards; s++)
 	{
 		PmhStats	st;
@@ -171,18 +171,18 @@ typedef struct CompareState
 
 /* Attach callback of verification: the file must agree with shared memory. */
 static void
-compare_visit(void *arg, uint32 shard, uint64 desc, uint32 nposting, const PmhCounts *counts,
+compare_visit(void *arg, uint32 shard, const PmhPublication *pub, const PmhCounts *counts,
 			  int broken pg_attribute_unused())
 {
 	CompareState *cs = arg;
-	PmhashShardState *state = &cs->share->shards[shard];
-	uint64		mirror_desc;
-	uint32		mirror_nposting;
+	PmhashShardState *state = pmhash_shard_state(cs->share, shard);
+	PmhPublication mirror;
 
 	if (cs->bad)
 		return;
-	pmh_mirror_read(&state->mirror, &mirror_desc, &mirror_nposting);
-	if (mirror_desc != desc || mirror_nposting != nposting)
+	pmh_mirror_read(&state->mirror, &mirror);
+	if (mirror.desc != pub->desc || mirror.nposting != pub->nposting ||
+		mirror.depth != pub->depth)
 		snprintf(cs->msg, sizeof(cs->msg),
 				 "shard %u: the descriptor in shared memory differs from the file", shard);
 	else if (state->counts.entries != counts->entries || state->counts.slots != counts->slots)
@@ -228,7 +228,8 @@ PG_FUNCTION_INFO_V1(pmhash_verify);
 static const char *
 verify_file(PmhashLocal *ix, uint64 file_units, char *msg, size_t msglen)
 {
-	uint32		nshards = UINT32_C(1) << ix->table.shard_bits;
+	uint64		shard_map = pg_atomic_read_u64(&ix->share->shard_map);
+	uint32		nshards = pmh_map_slots(shard_map);
 	PmhFreeMap	truth;
 	PmhFreeMap	retired;
 	CompareState cs;
@@ -237,7 +238,8 @@ verify_file(PmhashLocal *ix, uint64 file_units, char *msg, size_t msglen)
 	memset(&cs, 0, sizeof(cs));
 	cs.share = ix->share;
 	pmh_freemap_init(&truth, palloc((nshards + 1) * sizeof(PmhExtent)), nshards + 1);
-	err = pmh_table_attach(&ix->table, file_units, &truth, 0, compare_visit, &cs, msg, msglen);
+	err = pmh_table_attach(&ix->table, shard_map, file_units, &truth, 0, compare_visit, &cs, msg,
+						   msglen);
 	if (err == NULL && cs.bad)
 	{
 		strlcpy(msg, cs.msg, msglen);
@@ -263,7 +265,7 @@ verify_file(PmhashLocal *ix, uint64 file_units, char *msg, size_t msglen)
 static const char *
 verify_shard(PmhashLocal *ix, uint32 shard, uint64 *live, char *msg, size_t msglen)
 {
-	PmhashShardState *state = &ix->share->shards[shard];
+	PmhashShardState *state = pmhash_shard_state(ix->share, shard);
 	LWLock	   *lock = pmhash_shard_lock(ix->share, shard);
 	const uint64 *dir;
 	const char *err = NULL;
@@ -274,7 +276,7 @@ verify_shard(PmhashLocal *ix, uint32 shard, uint64 *live, char *msg, size_t msgl
 	LWLockAcquire(lock, LW_SHARED);
 	pmhash_shard_segment(ix, shard, &seg);
 	file_units = pg_atomic_read_u64(&ix->share->file_units);
-	dir = (const uint64 *) (ix->base + ix->table.desc_unit * PMH_UNIT_SIZE);
+	dir = pmh_table_descriptors(&ix->table);
 	if (state->broken)
 	{
 		snprintf(msg, msglen, "shard %u is broken and awaits replay of its rebuild", shard);
@@ -338,7 +340,7 @@ pmhash_verify(PG_FUNCTION_ARGS)
 	pmhash_read_meta(index, &meta, NULL);
 	file_units = pg_atomic_read_u64(&ix->share->file_units);
 	pmhash_ensure_mapped(ix, file_units);
-	nshards = UINT32_C(1) << ix->table.shard_bits;
+	nshards = pmhash_slots(ix);
 
 	err = pmhash_check_attached_header(ix);
 	if (err == NULL && ix->table.file_generation != meta.build_generation)

@@ -71,6 +71,13 @@ typedef struct PmhashOptions
 #define PMHASH_MIN_FILLFACTOR		10
 
 #define PMHASH_MAX_SHARDS		(1 << PMH_MAX_SHARD_BITS)
+#define PMHASH_SHARD_CHUNKS	(PMH_MAX_SHARD_BITS + 1)	/* of a share's shard states */
+#define PMHASH_WEIGH_EVERY	256		/* a shard's entries between looks at the
+										 * shards' average (pmshard.c) */
+#define PMHASH_WEIGH_SLOTS	128		/* slots whose counters estimate the average */
+#define PMHASH_SHARD_ENTRIES	2048	/* target size of a shard: builds aim at it, and
+										 * a shard this full that must grow splits the
+										 * shard at the split pointer first */
 #define PMHASH_MAX_RETIRED		32
 
 /*
@@ -116,6 +123,8 @@ typedef struct PmhashShare
 	PmhashShareState state;
 	uint64		build_generation;
 	uint32		shard_bits;
+	pg_atomic_uint64 shard_map;	/* level, split pointer, descriptor unit */
+	bool		map_logged;		/* a MAP record was written since attaching */
 	bool		checksums;		/* buckets and posting blocks carry checksums */
 	bool		durable;		/* false for temporary indexes */
 	uint64		last_use;		/* attach clock, for eviction */
@@ -123,13 +132,32 @@ typedef struct PmhashShare
 	pg_atomic_uint32 unsynced;	/* changes since the syncer's last sync */
 	uint64		pool_unit;		/* shared pool space of this share */
 	uint64		pool_units;
-	PmhashShardState *shards;
+	/*
+	 * Shard states by slot, in chunks: chunk 0 (in the share's pool space)
+	 * holds slots below 2^(shard_bits + 1), chunk k >= 1 the 2^(shard_bits +
+	 * k) slots from 2^(shard_bits + k), in pool space of its own, taken when
+	 * a split first needs a slot of it (pmhash_share_reserve).
+	 */
+	PmhashShardState *chunks[PMHASH_SHARD_CHUNKS];
+	PmhExtent	chunk_pool[PMHASH_SHARD_CHUNKS];	/* pool space of chunks 1 on */
 	PmhFreeMap	freemap;		/* file space; under the allocation lock */
 	int			nretired;
 	PmhashRetired	retired[PMHASH_MAX_RETIRED];
 	int			alloc_lock;		/* index into the lock array */
 	char		path[MAXPGPATH];
 } PmhashShare;
+
+/* The state of a slot's shard in a share (its chunk must exist). */
+static inline PmhashShardState *
+pmhash_shard_state(PmhashShare *share, uint32 slot)
+{
+	int			top;
+
+	if (slot < (UINT32_C(2) << share->shard_bits))
+		return &share->chunks[0][slot];
+	top = pg_leftmost_one_pos32(slot);
+	return &share->chunks[top - share->shard_bits][slot - (UINT32_C(1) << top)];
+}
 
 /* What one backend knows about one index file. */
 typedef struct PmhashLocal
@@ -221,12 +249,18 @@ extern void pmhash_leave(void);
 extern void pmhash_leave_all(void);
 extern bool pmhash_entered(void);
 extern LWLock *pmhash_shard_lock(PmhashShare *share, uint32 shard);
+extern void pmhash_lock_shard_pair(PmhashShare *share, uint32 a, uint32 b);
+extern void pmhash_unlock_shard_pair(PmhashShare *share, uint32 a, uint32 b);
 extern LWLock *pmhash_share_table_lock(void);
 extern LWLock *pmhash_file_lock(void);
 extern LWLock *pmhash_alloc_lock(PmhashShare *share);
+extern LWLock *pmhash_descriptor_lock(PmhashShare *share);
 extern PmhashShare *pmhash_share_find(const PmhashFileKey *key);
 extern void pmhash_shares_detach_all(void (*on_broken) (PmhashShare *share));
-extern PmhashShare *pmhash_share_assign(const PmhashFileKey *key, uint32 shard_bits);
+extern PmhashShare *pmhash_share_assign(const PmhashFileKey *key, uint32 shard_bits,
+										uint32 nslots);
+extern bool pmhash_share_reserve(PmhashShare *share, uint32 nslots);
+extern bool pmhash_share_make_room(PmhashShare *share, uint32 slot);
 extern void pmhash_share_release(PmhashShare *share);
 extern void pmhash_forget_file(const PmhashFileKey *key);
 extern uint64 pmhash_forget_counter(void);
@@ -335,7 +369,7 @@ extern bool pmhash_copy_file(const RelFileLocator *from, const RelFileLocator *t
 extern bool pmhash_copy_data_for_redo(const RelFileLocator *node, uint64 file_size, uint64 offset,
 									  const char *data, uint32 size, uint32 flags);
 extern void pmhash_create_placeholder(const RelFileLocator *node);
-extern bool pmhash_read_file_header(const char *path, PmhFileHeader *hdr);
+extern const char *pmhash_read_file_header(const char *path, PmhFileHeader *hdr);
 extern void pmhash_set_file_state(const char *path, uint64 set_bits);
 extern void pmhash_settle_file_creator(const char *path);
 extern void pmhash_unlink_file(const char *path);
@@ -345,6 +379,7 @@ extern PmhashLocal *pmhash_open_file(Relation index);
 extern PmhashLocal *pmhash_open_for_redo(const RelFileLocator *node);
 extern PmhashLocal *pmhash_create(Relation index, uint32 shard_bits, bool deferred, bool transactional);
 extern const char *pmhash_check_attached_header(PmhashLocal *ix);
+extern void pmhash_log_map_once(PmhashLocal *ix);
 
 /* pmshard.c */
 #define PMHASH_INSERT_BATCH		256		/* entries per INSERT record at most */
@@ -364,6 +399,9 @@ extern int	pmhash_lookup_entries(Relation index, PmhashLocal *ix, Relation heap,
 								  const uint32 *hashes, int n, ItemPointer *tids, int *ntids,
 								  int *maxtids, ItemPointer *apart, int *napart);
 extern void pmhash_shard_segment(PmhashLocal *ix, uint32 shard, PmhSegment *seg);
+extern uint32 pmhash_slots(PmhashLocal *ix);
+extern uint32 pmhash_slot_of(PmhashLocal *ix, uint32 hash);
+extern uint32 pmhash_lock_shard_of(PmhashLocal *ix, uint32 hash, LWLockMode mode);
 extern BlockNumber pmhash_predicate_block(PmhashLocal *ix, uint32 hash);
 extern uint64 pmhash_shard_entries(Relation index, PmhashLocal *ix, uint32 shard,
 								   PmhEntry **entries, uint64 *maxentries);
@@ -412,6 +450,9 @@ extern XLogRecPtr pmhash_log_create(const RelFileLocator *node, uint64 generatio
 extern XLogRecPtr pmhash_log_built(const RelFileLocator *node);
 extern XLogRecPtr pmhash_log_inserts(const RelFileLocator *node, const PmhEntry *entries,
 								  uint32 count, XLogRecPtr since);
+extern XLogRecPtr pmhash_log_split(const RelFileLocator *node, uint32 slot, uint64 map,
+								   const PmhEntry *entries, uint64 count);
+extern XLogRecPtr pmhash_log_map(const RelFileLocator *node, uint64 map);
 extern XLogRecPtr pmhash_log_rebuild(const RelFileLocator *node, uint32 shard, double fill,
 								  const PmhEntry *entries, uint64 count);
 extern XLogRecPtr pmhash_log_delete(const RelFileLocator *node, uint32 shard, PmhashRemoval removal,

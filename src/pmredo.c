@@ -102,6 +102,25 @@ redo_open(const RelFileLocator *node)
 }
 
 /*
+ * Open an index file for a replayed change of one slot; NULL (noted) if it
+ * cannot take records or its map has no such slot (a split this replay
+ * could not make).  The caller must pmhash_leave().
+ */
+static PmhashLocal *
+redo_open_slot(const RelFileLocator *node, uint32 slot)
+{
+	PmhashLocal   *ix = redo_open(node);
+
+	if (ix != NULL && slot >= pmhash_slots(ix))
+	{
+		note_unapplied(node);
+		pmhash_leave();
+		return NULL;
+	}
+	return ix;
+}
+
+/*
  * Replay a batch of inserts, each only if absent.  A shard that recovery
  * found broken waits for its REBUILD record.
  */
@@ -123,8 +142,8 @@ redo_insert(XLogReaderState *record)
 
 		memcpy(&hash, packed + i * PACKED_ENTRY_SIZE, sizeof(uint32));
 		memcpy(&tid, packed + i * PACKED_ENTRY_SIZE + sizeof(uint32), sizeof(PmhTid));
-		shard = pmh_shard_of(hash, ix->table.shard_bits);
-		state = &ix->share->shards[shard];
+		shard = pmhash_slot_of(ix, hash);
+		state = pmhash_shard_state(ix->share, shard);
 		LWLockAcquire(pmhash_shard_lock(ix->share, shard), LW_EXCLUSIVE);
 		if (!state->broken)
 		{
@@ -170,14 +189,16 @@ in_deleted_set(void *arg, uint32 hash, PmhTid tid)
 /*
  * Replay a deletion by VACUUM (DELETE, or DELETE_EXACT of phantoms) or by
  * a scan (KILL, first resolving the conflicts with hot-standby queries
- * that may still need the rows): one pass over the shard, deleting by set.
+ * that may still need the rows): one pass over the slot's shard, and the
+ * slots split from it, deleting by set.
  */
 static void
 redo_delete(XLogReaderState *record, uint8 info)
 {
 	xl_pmhash_entries *xlrec = (xl_pmhash_entries *) XLogRecGetData(record);
 	PmhashLocal   *ix;
-	PmhashShardState *state;
+	uint32		step;
+	uint32		nslots;
 	DeletedSet	set;
 	PmhDeleteOps ops = {in_deleted_set, NULL, NULL, &set};
 
@@ -188,7 +209,7 @@ redo_delete(XLogReaderState *record, uint8 info)
 		if (TransactionIdIsValid(horizon))
 			ResolveRecoveryConflictWithSnapshot(horizon, false, xlrec->node);
 	}
-	ix = redo_open(&xlrec->node);
+	ix = redo_open_slot(&xlrec->node, xlrec->shard);
 	if (ix == NULL)
 		return;
 	set.count = xlrec->count;
@@ -210,30 +231,45 @@ redo_delete(XLogReaderState *record, uint8 info)
 		qsort(set.entries, set.count, sizeof(PmhEntry), pmh_entry_cmp);
 	}
 
-	state = &ix->share->shards[xlrec->shard];
-	LWLockAcquire(pmhash_shard_lock(ix->share, xlrec->shard), LW_EXCLUSIVE);
-	if (!state->broken)
+	/*
+	 * The slot and every slot split from its shard since it first existed:
+	 * over a file ahead of the WAL, older inserts' replay may have put
+	 * entries of these TIDs there (src/README, The shard map in the WAL).
+	 */
+	step = UINT32_C(1) << pmh_slot_first_depth(xlrec->shard, ix->table.shard_bits);
+	nslots = pmhash_slots(ix);
+	for (uint32 slot = xlrec->shard; slot < nslots; slot += step)
 	{
-		PmhSegment	seg;
-		uint64		removed;
+		PmhashShardState *state = pmhash_shard_state(ix->share, slot);
 
-		pmhash_shard_segment(ix, xlrec->shard, &seg);
-		if (seg.unit != 0 &&
-			pmh_bulk_delete(&seg, &ops, record->EndRecPtr, &ix->persist, &state->counts,
-							&removed) != PMH_OK)
-			state->broken = true;
+		LWLockAcquire(pmhash_shard_lock(ix->share, slot), LW_EXCLUSIVE);
+		if (!state->broken)
+		{
+			PmhSegment	seg;
+			uint64		removed;
+
+			pmhash_shard_segment(ix, slot, &seg);
+			if (seg.unit != 0 &&
+				pmh_bulk_delete(&seg, &ops, record->EndRecPtr, &ix->persist, &state->counts,
+								&removed) != PMH_OK)
+				state->broken = true;
+		}
+		LWLockRelease(pmhash_shard_lock(ix->share, slot));
 	}
-	LWLockRelease(pmhash_shard_lock(ix->share, xlrec->shard));
 	pmhash_leave();
 	pfree(set.entries);
 }
 
-/* Replay a rebuild: the shard's content becomes the record's. */
+/*
+ * Replay a rebuild: the shard's content becomes the record's, or the part of
+ * it in the slot's shard if the file's map is past a later split of it (the
+ * SPLIT record that follows replaces both halves).
+ */
 static void
 redo_rebuild(XLogReaderState *record)
 {
 	xl_pmhash_entries *xlrec = (xl_pmhash_entries *) XLogRecGetData(record);
-	PmhashLocal   *ix = redo_open(&xlrec->node);
+	PmhashLocal   *ix = redo_open_slot(&xlrec->node, xlrec->shard);
 	PmhashShardState *state;
 	PmhEntry   *entries;
 	PmhSegment	seg;
@@ -242,7 +278,7 @@ redo_rebuild(XLogReaderState *record)
 	if (ix == NULL)
 		return;
 	entries = record_entries(record, true, sizeof(xl_pmhash_entries));
-	state = &ix->share->shards[xlrec->shard];
+	state = pmhash_shard_state(ix->share, xlrec->shard);
 	if (entries == NULL)
 	{
 		state->broken = true;
@@ -252,13 +288,179 @@ redo_rebuild(XLogReaderState *record)
 	LWLockAcquire(pmhash_shard_lock(ix->share, xlrec->shard), LW_EXCLUSIVE);
 	/* a broken shard's segment is not used: it is replaced as if absent */
 	if (state->broken)
-		pmh_table_segment(&ix->table, xlrec->shard, 0, 0, &seg);
+	{
+		uint64		map = pg_atomic_read_u64(&ix->share->shard_map);
+
+		pmh_table_segment(&ix->table, xlrec->shard,
+						  &(PmhPublication) {0, 0, pmh_map_depth(map, xlrec->shard)}, &seg);
+	}
 	else
 		pmhash_shard_segment(ix, xlrec->shard, &seg);
 	st = pmh_table_rebuild(&ix->table, &seg, entries, xlrec->count, 1,
 						   xlrec->fill_permille / 1000.0, record->EndRecPtr, &state->counts);
 	state->broken = st != PMH_OK;
 	LWLockRelease(pmhash_shard_lock(ix->share, xlrec->shard));
+	pmhash_leave();
+	pfree(entries);
+}
+
+/*
+ * Replace the two halves of a split wholesale from its record's entries, as
+ * REBUILD replaces a shard: each slot at its depth in the current map
+ * (deeper than the record's if it split again since), with the entries of
+ * its own shard.
+ */
+static PmhStatus
+replace_halves(PmhashLocal *ix, const xl_pmhash_split *xlrec, const PmhEntry *entries,
+			   XLogRecPtr lsn)
+{
+	uint64		map = pg_atomic_read_u64(&ix->share->shard_map);
+	uint32		level = pmh_map_level(xlrec->map);
+	uint32		slots[2] = {xlrec->entries.shard, xlrec->entries.shard + (UINT32_C(1) << level)};
+
+	for (int h = 0; h < 2; h++)
+	{
+		PmhashShardState *state = pmhash_shard_state(ix->share, slots[h]);
+		PmhPublication pub;
+		PmhSegment	seg;
+
+		if (state->broken || !pmh_mirror_read(&state->mirror, &pub))
+			pub = (PmhPublication) {0, 0, 0};
+		pub.depth = pmh_map_depth(map, slots[h]);
+		pmh_table_segment(&ix->table, slots[h], &pub, &seg);
+		if (pmh_table_rebuild(&ix->table, &seg, entries, xlrec->entries.count, 1,
+							  PMH_REBUILD_FILL, lsn, &state->counts) != PMH_OK)
+			return PMH_CORRUPT;
+		state->broken = false;
+	}
+	return PMH_OK;
+}
+
+/*
+ * Split the shard at the split pointer of map, the share's map, as the
+ * primary did, holding both slots' locks: from its segment, or from the
+ * split's entries if the segment is broken (none: it stays broken).
+ */
+static PmhStatus
+split_at_pointer(PmhashLocal *ix, uint64 map, const PmhEntry *entries, uint64 count,
+				 XLogRecPtr lsn)
+{
+	uint32		low = pmh_map_split(map);
+	uint32		high = low + (UINT32_C(1) << pmh_map_level(map));
+	PmhashShardState *state = pmhash_shard_state(ix->share, low);
+	PmhCounts	counts[2];
+	PmhSegment	seg;
+	PmhStatus	st = PMH_OK;
+
+	if (state->broken)
+	{
+		if (entries == NULL)
+			return PMH_CORRUPT;
+		pmh_table_segment(&ix->table, low, &(PmhPublication) {0, 0, pmh_map_level(map)}, &seg);
+		st = pmh_table_rebuild(&ix->table, &seg, entries, count, 1, PMH_REBUILD_FILL, lsn,
+							   &state->counts);
+	}
+	if (st == PMH_OK)
+	{
+		pmhash_shard_segment(ix, low, &seg);
+		st = pmh_table_split(&ix->table, &seg, map, lsn, &counts[0], &counts[1]);
+	}
+	if (st == PMH_OK)
+	{
+		state->counts = counts[0];
+		pmhash_shard_state(ix->share, high)->counts = counts[1];
+		pmhash_shard_state(ix->share, high)->broken = false;
+	}
+	state->broken = st != PMH_OK;
+	return st;
+}
+
+/*
+ * Bring the share's map up to a logged one by splitting, from their
+ * segments, the shards the primary split without a record that reached
+ * this WAL: a crash lost the records, not the splits, which its file kept
+ * (src/README, The shard map in the WAL).  Stops at a broken shard.
+ */
+static void
+catch_up_map(PmhashLocal *ix, uint64 logged, XLogRecPtr lsn)
+{
+	for (;;)
+	{
+		uint64		map = pg_atomic_read_u64(&ix->share->shard_map);
+		uint32		low = pmh_map_split(map);
+		uint32		high = low + (UINT32_C(1) << pmh_map_level(map));
+		PmhStatus	st;
+
+		if (pmh_map_slots(map) >= pmh_map_slots(logged))
+			return;
+		if (!pmhash_share_make_room(ix->share, high))
+		{
+			note_unapplied(&ix->node);
+			return;
+		}
+		pmhash_lock_shard_pair(ix->share, low, high);
+		st = split_at_pointer(ix, map, NULL, 0, lsn);
+		pmhash_unlock_shard_pair(ix->share, low, high);
+		if (st != PMH_OK)
+			return;
+	}
+}
+
+/* Replay a shard map: splits this WAL has no record of are made. */
+static void
+redo_map(XLogReaderState *record)
+{
+	xl_pmhash_map *xlrec = (xl_pmhash_map *) XLogRecGetData(record);
+	PmhashLocal   *ix = redo_open(&xlrec->node);
+
+	if (ix == NULL)
+		return;
+	catch_up_map(ix, xlrec->map, record->EndRecPtr);
+	pmhash_leave();
+}
+
+/*
+ * Replay a split: the shard at the split pointer of the record's map splits
+ * as it did on the primary (a broken shard first rebuilt from the record's
+ * entries), after any splits this WAL has no record of (catch_up_map).  If
+ * the file's map is past the record's already (the map reached the file
+ * before the record reached the WAL, or later changes are in it too), both
+ * halves are replaced wholesale from the record, as REBUILD replaces a
+ * shard; the records after it bring them up to date.
+ */
+static void
+redo_split(XLogReaderState *record)
+{
+	xl_pmhash_split *xlrec = (xl_pmhash_split *) XLogRecGetData(record);
+	PmhashLocal   *ix = redo_open(&xlrec->entries.node);
+	uint32		low = xlrec->entries.shard;
+	uint32		high = low + (UINT32_C(1) << pmh_map_level(xlrec->map));
+	PmhEntry   *entries;
+	uint64		map;
+
+	if (ix == NULL)
+		return;
+	entries = record_entries(record, true, sizeof(xl_pmhash_split));
+	if (entries == NULL || low != pmh_map_split(xlrec->map) ||
+		pmh_map_level(xlrec->map) >= PMH_MAX_SHARD_BITS ||
+		!pmhash_share_make_room(ix->share, high))
+	{
+		note_unapplied(&xlrec->entries.node);
+		if (entries)
+			pfree(entries);
+		pmhash_leave();
+		return;
+	}
+	catch_up_map(ix, xlrec->map, record->EndRecPtr);
+	pmhash_lock_shard_pair(ix->share, low, high);
+	/* maps compare by their slots: where the descriptors lie is each file's own */
+	map = pg_atomic_read_u64(&ix->share->shard_map);
+	if (pmh_map_slots(map) == pmh_map_slots(xlrec->map))
+		(void) split_at_pointer(ix, map, entries, xlrec->entries.count, record->EndRecPtr);
+	else if (pmh_map_slots(map) > high &&
+			 replace_halves(ix, xlrec, entries, record->EndRecPtr) != PMH_OK)
+		pmhash_shard_state(ix->share, low)->broken = true;
+	pmhash_unlock_shard_pair(ix->share, low, high);
 	pmhash_leave();
 	pfree(entries);
 }
@@ -346,6 +548,12 @@ pmhash_redo(XLogReaderState *record)
 		case XLOG_PMHASH_REBUILD:
 			redo_rebuild(record);
 			break;
+		case XLOG_PMHASH_SPLIT:
+			redo_split(record);
+			break;
+		case XLOG_PMHASH_MAP:
+			redo_map(record);
+			break;
 		case XLOG_PMHASH_COPY:
 			redo_copy(record);
 			break;
@@ -398,6 +606,7 @@ pmhash_desc(StringInfo buf, XLogReaderState *record)
 		case XLOG_PMHASH_DELETE:
 		case XLOG_PMHASH_DELETE_EXACT:
 		case XLOG_PMHASH_REBUILD:
+		case XLOG_PMHASH_SPLIT:
 		case XLOG_PMHASH_KILL:
 			{
 				xl_pmhash_entries *xlrec = (xl_pmhash_entries *) data;
@@ -408,6 +617,9 @@ pmhash_desc(StringInfo buf, XLogReaderState *record)
 				if (info == XLOG_PMHASH_KILL)
 					appendStringInfo(buf, "; conflict horizon %u",
 									 ((xl_pmhash_kill *) data)->conflict_horizon);
+				if (info == XLOG_PMHASH_SPLIT)
+					appendStringInfo(buf, "; level %u",
+									 pmh_map_level(((xl_pmhash_split *) data)->map));
 				break;
 			}
 		case XLOG_PMHASH_COPY:
@@ -428,6 +640,15 @@ pmhash_desc(StringInfo buf, XLogReaderState *record)
 								 xlrec->size, xlrec->offset, xlrec->file_size,
 								 (xlrec->flags & XLOG_PMHASH_COPY_FIRST) ? "; first" : "",
 								 (xlrec->flags & XLOG_PMHASH_COPY_LAST) ? "; last" : "");
+				break;
+			}
+		case XLOG_PMHASH_MAP:
+			{
+				xl_pmhash_map *xlrec = (xl_pmhash_map *) data;
+
+				appendStringInfo(buf, "rel %u/%u/%u; level %u; split pointer %u",
+								 xlrec->node.spcOid, xlrec->node.dbOid, xlrec->node.relNumber,
+								 pmh_map_level(xlrec->map), pmh_map_split(xlrec->map));
 				break;
 			}
 		case XLOG_PMHASH_BUILT:
@@ -455,6 +676,10 @@ pmhash_identify(uint8 info)
 			return "DELETE";
 		case XLOG_PMHASH_REBUILD:
 			return "REBUILD";
+		case XLOG_PMHASH_SPLIT:
+			return "SPLIT";
+		case XLOG_PMHASH_MAP:
+			return "MAP";
 		case XLOG_PMHASH_COPY:
 			return "COPY";
 		case XLOG_PMHASH_BUILT:

@@ -400,7 +400,7 @@ collect_all(IndexScanDesc scan)
 		uint64		count;
 
 		CHECK_FOR_INTERRUPTS();
-		if (shard >= (UINT32_C(1) << ix->table.shard_bits))
+		if (shard >= pmhash_slots(ix))
 		{
 			pmhash_leave();
 			break;

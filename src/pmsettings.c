@@ -51,7 +51,7 @@ pmhash_define_settings(void)
 							NULL, NULL, NULL);
 	DefineCustomIntVariable("pmhash.max_shards",
 							"Number of index shards that shared memory can describe at once.",
-							"Each shard costs 48 bytes of shared memory.",
+							"Each shard costs 88 bytes of shared memory; an open index takes room for twice the shards it was built with, and more as its shards split.",
 							&pmhash_max_shards,
 							131072, 1024, 16777216,
 							PGC_POSTMASTER,

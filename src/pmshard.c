@@ -59,15 +59,16 @@ pmhash_check_tid(Relation index, ItemPointer tid)
  * mapping follows the file when it grows.
  */
 static void
-map_segment(PmhashLocal *ix, uint32 shard, uint64 desc, uint32 nposting, PmhSegment *seg)
+map_segment(PmhashLocal *ix, uint32 shard, const PmhPublication *pub, PmhSegment *seg)
 {
 	uint64		file_units = pg_atomic_read_u64(&ix->share->file_units);
 
 	if (ix->mapped_len < file_units * PMH_UNIT_SIZE)
 		pmhash_ensure_mapped(ix, file_units);
-	if (desc != 0)
-		pmhash_ensure_mapped(ix, pmh_desc_unit(desc) + 1 + pmh_desc_nbuckets(desc) + nposting);
-	pmh_table_segment(&ix->table, shard, desc, nposting, seg);
+	if (pub->desc != 0)
+		pmhash_ensure_mapped(ix, pmh_desc_unit(pub->desc) + 1 + pmh_desc_nbuckets(pub->desc) +
+							 pub->nposting);
+	pmh_table_segment(&ix->table, shard, pub, seg);
 }
 
 /*
@@ -77,12 +78,48 @@ map_segment(PmhashLocal *ix, uint32 shard, uint64 desc, uint32 nposting, PmhSegm
 void
 pmhash_shard_segment(PmhashLocal *ix, uint32 shard, PmhSegment *seg)
 {
-	uint64		desc;
-	uint32		nposting;
+	PmhPublication pub;
 
-	if (!pmh_mirror_read(&ix->share->shards[shard].mirror, &desc, &nposting))
+	if (!pmh_mirror_read(&pmhash_shard_state(ix->share, shard)->mirror, &pub))
 		elog(ERROR, "pmhash: shard %u was published while its lock was held", shard);
-	map_segment(ix, shard, desc, nposting, seg);
+	map_segment(ix, shard, &pub, seg);
+}
+
+/* The number of slots (shards) in the index's current shard map. */
+uint32
+pmhash_slots(PmhashLocal *ix)
+{
+	return pmh_map_slots(pg_atomic_read_u64(&ix->share->shard_map));
+}
+
+/* The slot of hash's shard in the index's current shard map. */
+uint32
+pmhash_slot_of(PmhashLocal *ix, uint32 hash)
+{
+	uint32		depth;
+
+	return pmh_map_slot(hash, pg_atomic_read_u64(&ix->share->shard_map), &depth);
+}
+
+/*
+ * Lock the shard of hash in mode and return its slot: the slot the map
+ * gives once the lock is held (a split holds the locks of both of its
+ * slots while it moves the map, so a writer that waited for it finds its
+ * key's slot anew).
+ */
+uint32
+pmhash_lock_shard_of(PmhashLocal *ix, uint32 hash, LWLockMode mode)
+{
+	for (;;)
+	{
+		uint32		slot = pmhash_slot_of(ix, hash);
+		LWLock	   *lock = pmhash_shard_lock(ix->share, slot);
+
+		LWLockAcquire(lock, mode);
+		if (pmhash_slot_of(ix, hash) == slot)
+			return slot;
+		LWLockRelease(lock);
+	}
 }
 
 /*
@@ -139,10 +176,10 @@ pmhash_shard_entries(Relation index, PmhashLocal *ix, uint32 shard, PmhEntry **e
 	uint64		count;
 	uint64		max_lsn;
 
-	if (ix->share->shards[shard].broken)
+	if (pmhash_shard_state(ix->share, shard)->broken)
 		raise_broken(index, shard);
 	LWLockAcquire(lock, LW_SHARED);
-	count = ix->share->shards[shard].counts.entries;
+	count = pmhash_shard_state(ix->share, shard)->counts.entries;
 	if (count > *maxentries)
 	{
 		*maxentries = Max(count, 2 * *maxentries);
@@ -158,27 +195,110 @@ pmhash_shard_entries(Relation index, PmhashLocal *ix, uint32 shard, PmhEntry **e
 }
 
 /*
+ * Split the shard at the split pointer of the map read as map, holding the
+ * locks of both of its slots (in stripe order), unless the map moved
+ * meanwhile (another backend split it) or no room is left; its entries are
+ * logged (SPLIT).  Returns whether the shard split.
+ */
+static bool
+split_shard(Relation index, PmhashLocal *ix, uint64 map)
+{
+	uint32		low = pmh_map_split(map);
+	uint32		high = low + (UINT32_C(1) << pmh_map_level(map));
+	PmhCounts	counts[2];
+	PmhSegment	seg;
+	PmhStatus	st = PMH_FULL;
+
+	if (!pmhash_share_make_room(ix->share, high))
+		return false;
+	pmhash_lock_shard_pair(ix->share, low, high);
+	if (pg_atomic_read_u64(&ix->share->shard_map) == map && !pmhash_shard_state(ix->share, low)->broken)
+	{
+		pmhash_shard_segment(ix, low, &seg);
+		st = pmh_table_split(&ix->table, &seg, map, ix->logged ? GetXLogInsertRecPtr() : 0,
+							 &counts[0], &counts[1]);
+		if (st == PMH_OK)
+		{
+			pmhash_shard_state(ix->share, low)->counts = counts[0];
+			pmhash_shard_state(ix->share, high)->counts = counts[1];
+			/* entries left the slot: what scans noted of it is stale */
+			pmhash_shard_state(ix->share, low)->removals++;
+		}
+	}
+	pmhash_unlock_shard_pair(ix->share, low, high);
+	if (st == PMH_CORRUPT)
+		pmhash_raise_shard_damaged(RelationGetRelationName(index), low);
+	return st == PMH_OK;
+}
+
+/*
+ * Whether the shards of a map hold more than PMHASH_SHARD_ENTRIES each on
+ * average, by the counters of at most PMHASH_WEIGH_SLOTS slots spread
+ * evenly over the map, read without their locks (an estimate whose work
+ * does not grow with the index).  Split and unsplit shards are sampled in
+ * their proportions, since the slots split at a level are the first ones
+ * and the last ones of the map.
+ */
+static bool
+over_target(PmhashLocal *ix, uint64 map)
+{
+	uint32		nslots = pmh_map_slots(map);
+	uint32		nsample = Min(nslots, PMHASH_WEIGH_SLOTS);
+	uint64		total = 0;
+
+	for (uint32 i = 0; i < nsample; i++)
+	{
+		uint32		s = (uint32) (((uint64) i * nslots) / nsample);
+
+		total += ((volatile PmhashShardState *) pmhash_shard_state(ix->share, s))->counts.entries;
+	}
+	return total > (uint64) PMHASH_SHARD_ENTRIES * nsample;
+}
+
+/*
+ * Whether the shard at a map's split pointer should split: it may (9 bits
+ * or more, below the last level) and the shards hold more than
+ * PMHASH_SHARD_ENTRIES each on average.  Linear hashing: the splits follow
+ * the average, and the shards not yet split at a level hold about twice
+ * what the split ones do, so every shard stays within about twice the
+ * target.
+ */
+static bool
+should_split(PmhashLocal *ix, uint64 map)
+{
+	uint32		level = pmh_map_level(map);
+
+	return level >= 9 && level < PMH_MAX_SHARD_BITS && over_target(ix, map);
+}
+
+/*
  * Insert one entry, growing its shard when needed, if gate (when given)
  * admits it: the gate runs under the shard lock, just before the insert.
  * PMH_INSERT_IF_ABSENT skips an entry already stored (after a rebuild from
- * the table).  Returns whether the entry went in (or was there already).  Its bucket is
- * stamped with the current WAL insert position; the entry is logged later,
- * in a batch.
+ * the table).  Returns whether the entry went in (or was there already).
+ * Its bucket is stamped with the current WAL insert position; the entry is
+ * logged later, in a batch.  An insert that brings its shard to a multiple
+ * of PMHASH_WEIGH_EVERY entries (one insert in that many, whoever makes
+ * them) then weighs the shards and splits the shard at the split pointer if
+ * they hold more than the target on average.
  */
 bool
 pmhash_insert_entry(Relation index, PmhashLocal *ix, uint32 hash, ItemPointer tid,
 					PmhInsertMode mode, PmhashInsertGate gate, void *gate_arg)
 {
-	uint32		shard = pmh_shard_of(hash, ix->table.shard_bits);
-	PmhashShardState *state = &ix->share->shards[shard];
-	LWLock	   *lock = pmhash_shard_lock(ix->share, shard);
+	uint32		shard;
+	PmhashShardState *state;
+	LWLock	   *lock;
 	PmhTid		ptid;
 	PmhSegment	seg;
 	uint64		lsn = 0;
 	PmhStatus	st;
+	bool		weigh;
 
 	memcpy(&ptid, tid, sizeof(PmhTid));
-	LWLockAcquire(lock, LW_EXCLUSIVE);
+	shard = pmhash_lock_shard_of(ix, hash, LW_EXCLUSIVE);
+	state = pmhash_shard_state(ix->share, shard);
+	lock = pmhash_shard_lock(ix->share, shard);
 	pmhash_shard_segment(ix, shard, &seg);
 	if (gate != NULL && !gate(gate_arg, &seg, state, ix->share->share_gen))
 	{
@@ -188,6 +308,7 @@ pmhash_insert_entry(Relation index, PmhashLocal *ix, uint32 hash, ItemPointer ti
 	if (ix->logged)
 		lsn = GetXLogInsertRecPtr();
 	st = pmh_table_insert(&ix->table, &seg, &state->counts, hash, ptid, lsn, mode, 0);
+	weigh = st == PMH_OK && state->counts.entries % PMHASH_WEIGH_EVERY == 0;
 	LWLockRelease(lock);
 	if (ix->logged && (st == PMH_OK || st == PMH_PRESENT))
 		pmhash_queue_insert(ix, hash, ptid, lsn);
@@ -201,6 +322,13 @@ pmhash_insert_entry(Relation index, PmhashLocal *ix, uint32 hash, ItemPointer ti
 				 errhint("Rebuild the index with more shards: ALTER INDEX ... SET (shards = N); REINDEX.")));
 	/* after the entry is in: a scan that locks the shard later finds it */
 	CheckForSerializableConflictIn(index, NULL, pmhash_predicate_block(ix, hash));
+	if (weigh)
+	{
+		uint64		map = pg_atomic_read_u64(&ix->share->shard_map);
+
+		if (should_split(ix, map))
+			(void) split_shard(index, ix, map);
+	}
 	return true;
 }
 
@@ -262,12 +390,11 @@ collect_tids(void *arg, const PmhTid *tids, int count, uint64 unverified)
 static void
 lookup_locked(Relation index, PmhashLocal *ix, uint32 hash, TidCollector *c)
 {
-	uint32		shard = pmh_shard_of(hash, ix->table.shard_bits);
+	uint32		shard = pmhash_lock_shard_of(ix, hash, LW_SHARED);
 	LWLock	   *lock = pmhash_shard_lock(ix->share, shard);
 	PmhSegment	seg;
 	PmhStatus	st;
 
-	LWLockAcquire(lock, LW_SHARED);
 	pmhash_shard_segment(ix, shard, &seg);
 	st = pmh_lookup(&seg, hash, collect_tids, c);
 	LWLockRelease(lock);
@@ -277,21 +404,22 @@ lookup_locked(Relation index, PmhashLocal *ix, uint32 hash, TidCollector *c)
 
 /*
  * Map the segment hash's shard has published, without a lock; false when
- * the shard is not published (a writer is publishing it).
+ * the shard is not published (a writer is publishing it), or is not hash's
+ * (a split moved the map after it was read).
  */
 static bool
 segment_unlocked(Relation index, PmhashLocal *ix, uint32 hash, PmhSegment *seg)
 {
-	uint32		shard = pmh_shard_of(hash, ix->table.shard_bits);
-	PmhashShardState *state = &ix->share->shards[shard];
-	uint64		desc;
-	uint32		nposting;
+	uint32		shard = pmhash_slot_of(ix, hash);
+	PmhashShardState *state = pmhash_shard_state(ix->share, shard);
+	PmhPublication pub;
 
 	if (state->broken)
 		raise_broken(index, shard);
-	if (!pmh_mirror_read(&state->mirror, &desc, &nposting))
+	if (!pmh_mirror_read(&state->mirror, &pub) ||
+		pmh_shard_of(hash, pub.depth) != pmh_slot_shard(shard, pub.depth))
 		return false;
-	map_segment(ix, shard, desc, nposting, seg);
+	map_segment(ix, shard, &pub, seg);
 	return true;
 }
 
@@ -304,7 +432,7 @@ retry_locked(Relation index, PmhashLocal *ix, uint32 hash, PmhStatus st)
 {
 	if (st == PMH_CORRUPT)
 		pmhash_raise_shard_damaged(RelationGetRelationName(index),
-								   pmh_shard_of(hash, ix->table.shard_bits));
+								   pmhash_slot_of(ix, hash));
 	return st == PMH_BUSY;
 }
 
@@ -342,7 +470,8 @@ lookup_batch(Relation index, PmhashLocal *ix, const uint32 *hashes, int m, TidCo
 	Assert(m <= LOOKUP_BATCH);
 	for (int k = 0; k < m; k++)
 	{
-		if (nfound > 0 && pmh_shard_of(hashes[k], ix->table.shard_bits) == segs[nfound - 1].shard)
+		if (nfound > 0 &&
+			pmh_shard_of(hashes[k], segs[nfound - 1].shard_bits) == segs[nfound - 1].shard)
 			segs[nfound] = segs[nfound - 1];
 		else if (!segment_unlocked(index, ix, hashes[k], &segs[nfound]))
 		{

@@ -39,10 +39,15 @@
 #define POOL_UNIT		64		/* bytes per unit of the shared pool */
 #define SPARE_EXTENTS	64		/* free-map room beyond one extent per shard */
 
-/* the lock array: two global locks, one allocation lock per share, stripes */
+/*
+ * the lock array: three global locks, one allocation lock per share,
+ * stripes, one descriptor lock per share
+ */
 #define SHARE_TABLE_LOCK		0
 #define FILE_LOCK			1
-#define FIRST_ALLOC_LOCK	2
+#define POOL_LOCK			2
+#define FIRST_ALLOC_LOCK	3
+#define POOL_EXTENTS		(pmhash_max_indexes * PMHASH_SHARD_CHUNKS + 1)
 
 typedef struct PmhShared
 {
@@ -93,7 +98,7 @@ shmem_size(void)
 {
 	Size		size = MAXALIGN(sizeof(PmhShared));
 
-	size = add_size(size, MAXALIGN(mul_size(pmhash_max_indexes + 1, sizeof(PmhExtent))));
+	size = add_size(size, MAXALIGN(mul_size(POOL_EXTENTS, sizeof(PmhExtent))));
 	size = add_size(size, PG_CACHE_LINE_SIZE + mul_size(proc_count(), sizeof(AnnounceCell)));
 	size = add_size(size, MAXALIGN(mul_size(pmhash_max_indexes, sizeof(PmhashShare))));
 	size = add_size(size, POOL_UNIT);
@@ -106,7 +111,8 @@ void
 pmhash_shmem_request(void)
 {
 	RequestAddinShmemSpace(shmem_size());
-	RequestNamedLWLockTranche("pmhash", FIRST_ALLOC_LOCK + pmhash_max_indexes + pmhash_shard_locks);
+	RequestNamedLWLockTranche("pmhash",
+							  FIRST_ALLOC_LOCK + 2 * pmhash_max_indexes + pmhash_shard_locks);
 }
 
 /* Carve up and, once, initialize shared memory (from shmem_startup_hook). */
@@ -120,7 +126,7 @@ pmhash_shmem_startup(void)
 	shared = ShmemInitStruct("pmhash", shmem_size(), &found);
 	p = (char *) shared + MAXALIGN(sizeof(PmhShared));
 	pool_extents = (PmhExtent *) p;
-	p += MAXALIGN(mul_size(pmhash_max_indexes + 1, sizeof(PmhExtent)));
+	p += MAXALIGN(mul_size(POOL_EXTENTS, sizeof(PmhExtent)));
 	announce = (AnnounceCell *) TYPEALIGN(PG_CACHE_LINE_SIZE, p);
 	p = (char *) announce + mul_size(proc_count(), sizeof(AnnounceCell));
 	shares = (PmhashShare *) p;
@@ -148,7 +154,7 @@ pmhash_shmem_startup(void)
 			shares[i].alloc_lock = FIRST_ALLOC_LOCK + i;
 		}
 		/* unit 0 of the pool is never handed out: 0 means "none" */
-		pmh_freemap_init(&shared->pool_map, pool_extents, pmhash_max_indexes + 1);
+		pmh_freemap_init(&shared->pool_map, pool_extents, POOL_EXTENTS);
 		pmh_freemap_release(&shared->pool_map, 1, pool_size() / POOL_UNIT - 1);
 	}
 	LWLockRelease(AddinShmemInitLock);
@@ -168,11 +174,54 @@ pmhash_file_lock(void)
 	return &locks[FILE_LOCK].lock;
 }
 
+/*
+ * Lock of the shared pool's free map: shares and the chunks of their shard
+ * states come from it.  Nothing waits for readers while holding it, so a
+ * backend may take it while announced.
+ */
+static LWLock *
+pool_lock(void)
+{
+	return &locks[POOL_LOCK].lock;
+}
+
+/* Take units of the shared pool; 0 if it has no room. */
+static uint64
+pool_alloc(uint64 units)
+{
+	uint64		unit;
+
+	LWLockAcquire(pool_lock(), LW_EXCLUSIVE);
+	unit = pmh_freemap_alloc(&shared->pool_map, units);
+	LWLockRelease(pool_lock());
+	return unit;
+}
+
+/* Give units back to the shared pool. */
+static void
+pool_free(uint64 unit, uint64 units)
+{
+	LWLockAcquire(pool_lock(), LW_EXCLUSIVE);
+	pmh_freemap_release(&shared->pool_map, unit, units);
+	LWLockRelease(pool_lock());
+}
+
 /* Lock that serializes file-space allocation of one index. */
 LWLock *
 pmhash_alloc_lock(PmhashShare *share)
 {
 	return &locks[share->alloc_lock].lock;
+}
+
+/*
+ * Lock of one index's descriptor array: taken shared to store a descriptor,
+ * exclusively by the split that moves the array (core move_descriptors).
+ */
+LWLock *
+pmhash_descriptor_lock(PmhashShare *share)
+{
+	return &locks[FIRST_ALLOC_LOCK + pmhash_max_indexes + pmhash_shard_locks +
+				  (share - shares)].lock;
 }
 
 /* Writer lock of a shard (striped over pmhash.shard_locks locks). */
@@ -183,6 +232,33 @@ pmhash_shard_lock(PmhashShare *share, uint32 shard)
 		(uint32) pmhash_shard_locks;
 
 	return &locks[FIRST_ALLOC_LOCK + pmhash_max_indexes + stripe].lock;
+}
+
+/*
+ * Take the writer locks of two shards, as a split does: in the order of
+ * their stripes, and once if they share one.
+ */
+void
+pmhash_lock_shard_pair(PmhashShare *share, uint32 a, uint32 b)
+{
+	LWLock	   *first = pmhash_shard_lock(share, a);
+	LWLock	   *second = pmhash_shard_lock(share, b);
+
+	LWLockAcquire(Min(first, second), LW_EXCLUSIVE);
+	if (second != first)
+		LWLockAcquire(Max(first, second), LW_EXCLUSIVE);
+}
+
+/* Release what pmhash_lock_shard_pair took. */
+void
+pmhash_unlock_shard_pair(PmhashShare *share, uint32 a, uint32 b)
+{
+	LWLock	   *first = pmhash_shard_lock(share, a);
+	LWLock	   *second = pmhash_shard_lock(share, b);
+
+	if (second != first)
+		LWLockRelease(second);
+	LWLockRelease(first);
 }
 
 /* Announce that this backend may read index memory from now on. */
@@ -315,9 +391,16 @@ pmhash_share_release(PmhashShare *share)
 	epoch = pmhash_retire_epoch();
 	pmhash_wait_for_readers(epoch);
 	if (share->pool_unit != 0)
-		pmh_freemap_release(&shared->pool_map, share->pool_unit, share->pool_units);
+		pool_free(share->pool_unit, share->pool_units);
 	share->pool_unit = 0;
 	share->pool_units = 0;
+	for (int k = 1; k < PMHASH_SHARD_CHUNKS; k++)
+	{
+		if (share->chunk_pool[k].unit != 0)
+			pool_free(share->chunk_pool[k].unit, share->chunk_pool[k].count);
+		share->chunk_pool[k] = (PmhExtent) {0, 0};
+		share->chunks[k] = NULL;
+	}
 	share->nretired = 0;
 	pg_atomic_write_u64(&shared->forget_counter,
 						pg_atomic_read_u64(&shared->forget_counter) + 1);
@@ -366,31 +449,97 @@ share_free(void)
 	return NULL;
 }
 
-/* Pool units for a share of 2^shard_bits shards. */
+/* Pool units for a share of a file built with 2^shard_bits shards (and room for its splits). */
 static uint64
 share_pool_units(uint32 shard_bits)
 {
-	uint64		nshards = UINT64CONST(1) << shard_bits;
+	uint64		nshards = pmh_slot_room(shard_bits);
 	Size		bytes = nshards * sizeof(PmhashShardState) +
 		(nshards + SPARE_EXTENTS) * sizeof(PmhExtent);
 
 	return (bytes + POOL_UNIT - 1) / POOL_UNIT;
 }
 
+/* Fresh states for count slots whose shards have the given depth. */
+static void
+init_states(PmhashShardState *states, uint32 count, uint32 depth)
+{
+	for (uint32 s = 0; s < count; s++)
+	{
+		pmh_mirror_publish(&states[s].mirror, &(PmhPublication) {0, 0, depth});
+		memset(&states[s].counts, 0, sizeof(PmhCounts));
+		states[s].removals = 0;
+		states[s].broken = false;
+	}
+}
+
 /*
- * Give a file a share with room for its shards, evicting idle shares if
- * needed (share table lock held exclusively, and no announcement of ours
- * pending: eviction waits for announced readers).  The caller fills it in.
+ * Make sure a share has the shard states of slots below nslots, taking pool
+ * space for the chunks missing (under the pool lock, so that backends
+ * making room for the same chunk take it once).  False if the pool has no
+ * room for one.  A chunk is complete before readers can see it, and they
+ * look only at slots a map they read has.
+ */
+bool
+pmhash_share_reserve(PmhashShare *share, uint32 nslots)
+{
+	bool		ok = true;
+
+	LWLockAcquire(pool_lock(), LW_EXCLUSIVE);
+	for (uint32 k = 1; k < PMHASH_SHARD_CHUNKS && share->shard_bits + k < 32; k++)
+	{
+		uint32		first = UINT32_C(1) << (share->shard_bits + k);
+		uint64		units = ((uint64) first * sizeof(PmhashShardState) + POOL_UNIT - 1) / POOL_UNIT;
+		uint64		unit;
+
+		if (first >= nslots)
+			break;
+		if (share->chunks[k] != NULL)
+			continue;
+		if ((unit = pmh_freemap_alloc(&shared->pool_map, units)) == 0)
+		{
+			ok = false;
+			break;
+		}
+		init_states((PmhashShardState *) (pool + unit * POOL_UNIT), first,
+					share->shard_bits + k + 1);
+		share->chunk_pool[k] = (PmhExtent) {unit, units};
+		pg_write_barrier();
+		share->chunks[k] = (PmhashShardState *) (pool + unit * POOL_UNIT);
+	}
+	LWLockRelease(pool_lock());
+	return ok;
+}
+
+/*
+ * Make sure a share has the shard state of a slot that a split is about to
+ * add; false if the pool has no room (pmhash.max_shards).  Taken while
+ * announced: the pool lock is not one that waits for readers.
+ */
+bool
+pmhash_share_make_room(PmhashShare *share, uint32 slot)
+{
+	if (slot < (UINT32_C(2) << share->shard_bits) ||
+		share->chunks[pg_leftmost_one_pos32(slot) - share->shard_bits] != NULL)
+		return true;
+	return pmhash_share_reserve(share, slot + 1);
+}
+
+/*
+ * Give a file a share with room for its shards (nslots of them, built with
+ * 2^shard_bits), evicting idle shares if needed (share table lock held
+ * exclusively, and no announcement of ours pending: eviction waits for
+ * announced readers).  The caller fills it in.
  */
 PmhashShare *
-pmhash_share_assign(const PmhashFileKey *key, uint32 shard_bits)
+pmhash_share_assign(const PmhashFileKey *key, uint32 shard_bits, uint32 nslots)
 {
 	uint64		units = share_pool_units(shard_bits);
-	uint64		nshards = UINT64CONST(1) << shard_bits;
+	uint64		nshards = pmh_slot_room(shard_bits);
 	PmhashShare    *share;
 	uint64		unit;
 
-	while ((unit = pmh_freemap_alloc(&shared->pool_map, units)) == 0)
+	while ((unit = pool_alloc(units)) == 0)
 	{
 		share = share_victim();
 		if (share == NULL)
@@ -412,20 +561,26 @@ pmhash_share_assign(const PmhashFileKey *key, uint32 shard_bits)
 	share->key = *key;
 	share->pool_unit = unit;
 	share->pool_units = units;
-	share->shards = (PmhashShardState *) (pool + unit * POOL_UNIT);
-	for (uint64 s = 0; s < nshards; s++)
-	{
-		pmh_mirror_publish(&share->shards[s].mirror, 0, 0);
-		memset(&share->shards[s].counts, 0, sizeof(PmhCounts));
-		share->shards[s].removals = 0;
-		share->shards[s].broken = false;
-	}
+	share->shard_bits = shard_bits;
+	memset(share->chunks, 0, sizeof(share->chunks));
+	memset(share->chunk_pool, 0, sizeof(share->chunk_pool));
+	share->chunks[0] = (PmhashShardState *) (pool + unit * POOL_UNIT);
+	init_states(share->chunks[0], (uint32) nshards, shard_bits);
 	pmh_freemap_init(&share->freemap,
 					 (PmhExtent *) (pool + unit * POOL_UNIT + nshards * sizeof(PmhashShardState)),
 					 (uint32) (nshards + SPARE_EXTENTS));
-	share->shard_bits = shard_bits;
+	share->map_logged = false;
 	share->nretired = 0;
 	share->last_use = pg_atomic_fetch_add_u64(&shared->attach_clock, 1);
+	if (!pmhash_share_reserve(share, nslots))
+	{
+		pmhash_share_release(share);
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("not enough pmhash shared memory for an index with %u shards", nslots),
+				 errhint("Increase pmhash.max_shards (now %d) and restart the server.",
+						 pmhash_max_shards)));
+	}
 	return share;
 }
 
@@ -440,13 +595,13 @@ pmhash_shares_detach_all(void (*on_broken) (PmhashShare *share))
 	for (int i = 0; i < shared->nshares; i++)
 	{
 		PmhashShare    *share = &shares[i];
-		uint64		nshards = UINT64CONST(1) << share->shard_bits;
+		uint64		nshards = pmh_map_slots(pg_atomic_read_u64(&share->shard_map));
 		bool		broken = false;
 
 		if (share->state != PMHASH_SHARE_READY)
 			continue;
 		for (uint64 s = 0; s < nshards && !broken; s++)
-			broken = share->shards[s].broken;
+			broken = pmhash_shard_state(share, s)->broken;
 		if (broken)
 			on_broken(share);
 		pmhash_share_release(share);

@@ -266,19 +266,23 @@ pmhash_create_placeholder(const RelFileLocator *node)
 				PMH_STATE_NEEDS_REBUILD, true, false, InvalidFullTransactionId);
 }
 
-/* Read a file's header; false if it cannot be read or is not sound. */
-bool
+/*
+ * Read a file's header: NULL if it is sound, else why not (pmh_older_format
+ * for a file of the previous format version).
+ */
+const char *
 pmhash_read_file_header(const char *path, PmhFileHeader *hdr)
 {
 	int			fd = OpenTransientFile(path, O_RDONLY | O_NOFOLLOW | PG_BINARY);
-	bool		ok;
+	const char *err = "The file header cannot be read.";
 
 	if (fd < 0)
-		return false;
-	ok = read(fd, hdr, sizeof(*hdr)) == sizeof(*hdr) &&
-		pmh_header_check(hdr, PMH_HEADER_UNITS + pmh_descriptor_units(hdr->shard_bits)) == NULL;
+		return err;
+	/* the header alone: the file's length is checked when it is attached */
+	if (read(fd, hdr, sizeof(*hdr)) == sizeof(*hdr))
+		err = pmh_header_check(hdr, UINT64_MAX);
 	CloseTransientFile(fd);
-	return ok;
+	return err;
 }
 
 /*

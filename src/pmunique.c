@@ -126,7 +126,7 @@ admit_unique(void *arg, const PmhSegment *seg, const PmhashShardState *state, ui
 	if (uc->have_baseline && (uc->share_gen != share_gen || uc->removals != state->removals))
 		forget_checked(uc);
 	uc->fresh[0].n = uc->fresh[1].n = 0;
-	uc->shard = seg->shard;
+	uc->shard = seg->slot;
 	if (pmh_lookup(seg, uc->hash, gather_fresh, uc) != PMH_OK)
 	{
 		/* with writers locked out, only a checksum mismatch keeps a bucket busy */

@@ -227,11 +227,11 @@ note_removed(void *arg, uint32 hash, PmhTid tid)
 static double
 count_entries(PmhashLocal *ix)
 {
-	uint32		nshards = UINT32_C(1) << ix->table.shard_bits;
+	uint32		nshards = pmhash_slots(ix);
 	double		total = 0;
 
 	for (uint32 s = 0; s < nshards; s++)
-		total += (double) ix->share->shards[s].counts.entries;
+		total += (double) pmhash_shard_state(ix->share, s)->counts.entries;
 	return total;
 }
 
@@ -244,7 +244,7 @@ static PmhStatus
 delete_logged(PmhashLocal *ix, uint32 shard, const PmhSegment *seg, const PmhDeleteOps *ops,
 			  VacuumState *vs, PmhashRemoval removal, TransactionId horizon, uint64 *removed)
 {
-	PmhashShardState *state = &ix->share->shards[shard];
+	PmhashShardState *state = pmhash_shard_state(ix->share, shard);
 	PmhStatus	st;
 
 	vs->nremoved = 0;
@@ -257,7 +257,10 @@ delete_logged(PmhashLocal *ix, uint32 shard, const PmhSegment *seg, const PmhDel
 		state->removals++;
 	}
 	if (vs->nremoved > 0)
+	{
+		pmhash_log_map_once(ix);
 		pmhash_log_delete(&ix->node, shard, removal, horizon, vs->removed, vs->nremoved);
+	}
 	return st;
 }
 
@@ -265,7 +268,7 @@ delete_logged(PmhashLocal *ix, uint32 shard, const PmhSegment *seg, const PmhDel
 static uint64
 vacuum_shard(PmhashLocal *ix, uint32 shard, VacuumState *vs)
 {
-	PmhashShardState *state = &ix->share->shards[shard];
+	PmhashShardState *state = pmhash_shard_state(ix->share, shard);
 	LWLock	   *lock = pmhash_shard_lock(ix->share, shard);
 	PmhDeleteOps ops = {vs->callback ? tid_is_dead : NULL, line_pointer_verdict,
 	ix->logged ? note_removed : NULL, vs};
@@ -329,25 +332,32 @@ vacuum_shards(Relation index, IndexBulkDeleteCallback callback, void *callback_s
 {
 	VacuumState vs;
 	PmhashLocal   *ix;
-	uint32		nshards;
 	double		removed = 0;
 
 	memset(&vs, 0, sizeof(vs));
 	vs.callback = callback;
 	vs.callback_state = callback_state;
 	vs.index = index;
-	ix = pmhash_open(index, NULL);
-	nshards = UINT32_C(1) << ix->table.shard_bits;
-	pmhash_leave();
-	for (uint32 s = 0; s < nshards; s++)
+
+	/*
+	 * Up to the slot count of the moment: a split moves entries from its
+	 * slot to one past every slot there was, which is visited later if its
+	 * entries were not seen yet.
+	 */
+	for (uint32 s = 0;; s++)
 	{
 		uint64		share_gen;
 
 		ix = pmhash_open(index, NULL);
+		if (s >= pmhash_slots(ix))
+		{
+			pmhash_leave();
+			break;
+		}
 		share_gen = ix->share_gen;
 		vs.shard_bits = ix->table.shard_bits;
 		vs.nsuspects = 0;
-		if (callback != NULL || ix->share->shards[s].counts.unverified > 0)
+		if (callback != NULL || pmhash_shard_state(ix->share, s)->counts.unverified > 0)
 			removed += (double) vacuum_shard(ix, s, &vs);
 		pmhash_leave();
 		if (vs.nsuspects > 0)
@@ -383,7 +393,7 @@ void
 pmhash_note_probe(PmhashLocal *ix, uint32 code, PmhashKilled *killed)
 {
 	const volatile PmhashShardState *state =
-		&ix->share->shards[pmh_shard_of(code, ix->table.shard_bits)];
+		pmhash_shard_state(ix->share, pmhash_slot_of(ix, code));
 
 	killed->code = code;
 	killed->share_gen = ix->share_gen;
@@ -526,10 +536,10 @@ pmhash_remove_killed(Relation index, Relation heap, PmhashKilled *killed)
 	sort_killed(killed);
 
 	ix = pmhash_open(index, NULL);
-	shard = pmh_shard_of(killed->code, ix->table.shard_bits);
+	shard = pmhash_slot_of(ix, killed->code);
 	block = pmhash_predicate_block(ix, killed->code);
 	stale = ix->share_gen != killed->share_gen ||
-		ix->share->shards[shard].removals != killed->removals;
+		pmhash_shard_state(ix->share, shard)->removals != killed->removals;
 	pmhash_leave();
 	for (int done = 0; !stale && done < killed->ntids; done += CONFIRM_BATCH)
 	{
@@ -542,7 +552,7 @@ pmhash_remove_killed(Relation index, Relation heap, PmhashKilled *killed)
 	}
 
 	ix = pmhash_open(index, NULL);
-	state = &ix->share->shards[shard];
+	state = pmhash_shard_state(ix->share, shard);
 	lock = pmhash_shard_lock(ix->share, shard);
 	if (ix->logged)
 		ops.removed = note_removed;

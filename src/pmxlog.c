@@ -85,20 +85,27 @@ pmhash_entry_tid_cmp(const void *a, const void *b)
 }
 
 /*
- * Log a shard's entries, compactly encoded, as a REBUILD (with their hash
- * codes), DELETE or KILL record; a KILL's header carries conflict_horizon.
+ * Log a shard's entries, compactly encoded, as a REBUILD or SPLIT (with
+ * their hash codes), DELETE or KILL record; a KILL's header carries
+ * conflict_horizon, a SPLIT's the map before the split.
  */
 static XLogRecPtr
 log_entries(const RelFileLocator *node, uint8 info, uint32 shard, double fill,
-			TransactionId conflict_horizon, const PmhEntry *entries, uint64 count)
+			TransactionId conflict_horizon, uint64 map, const PmhEntry *entries, uint64 count)
 {
-	xl_pmhash_kill xlrec;
+	union
+	{
+		xl_pmhash_entries entries;
+		xl_pmhash_kill kill;
+		xl_pmhash_split split;
+	}			xlrec;
 	uint8	   *encoded = palloc_extended(pmh_encoded_max(count), MCXT_ALLOC_HUGE);
 	size_t		len;
 	XLogRecPtr	lsn;
 
 	len = pmh_encode_entries(entries, count,
-							 info == XLOG_PMHASH_REBUILD || info == XLOG_PMHASH_DELETE_EXACT,
+							 info == XLOG_PMHASH_REBUILD || info == XLOG_PMHASH_SPLIT ||
+							 info == XLOG_PMHASH_DELETE_EXACT,
 							 encoded);
 	/* no uninitialized padding goes into the WAL */
 	memset(&xlrec, 0, sizeof(xlrec));
@@ -106,10 +113,19 @@ log_entries(const RelFileLocator *node, uint8 info, uint32 shard, double fill,
 	xlrec.entries.shard = shard;
 	xlrec.entries.fill_permille = (uint32) (fill * 1000);
 	xlrec.entries.count = count;
-	xlrec.conflict_horizon = conflict_horizon;
 	XLogBeginInsert();
-	XLogRegisterData((char *) &xlrec,
-					 info == XLOG_PMHASH_KILL ? sizeof(xl_pmhash_kill) : sizeof(xl_pmhash_entries));
+	if (info == XLOG_PMHASH_KILL)
+	{
+		xlrec.kill.conflict_horizon = conflict_horizon;
+		XLogRegisterData((char *) &xlrec, sizeof(xl_pmhash_kill));
+	}
+	else if (info == XLOG_PMHASH_SPLIT)
+	{
+		xlrec.split.map = map;
+		XLogRegisterData((char *) &xlrec, sizeof(xl_pmhash_split));
+	}
+	else
+		XLogRegisterData((char *) &xlrec, sizeof(xl_pmhash_entries));
 	if (len > 0)
 		XLogRegisterData((char *) encoded, len);
 	lsn = XLogInsert(RM_PMHASH_ID, info);
@@ -122,8 +138,30 @@ XLogRecPtr
 pmhash_log_rebuild(const RelFileLocator *node, uint32 shard, double fill,
 				const PmhEntry *entries, uint64 count)
 {
-	return log_entries(node, XLOG_PMHASH_REBUILD, shard, fill, InvalidTransactionId,
+	return log_entries(node, XLOG_PMHASH_REBUILD, shard, fill, InvalidTransactionId, 0,
 					   entries, count);
+}
+
+/* Log a split of the shard at map's split pointer (slot), with its entries sorted by hash. */
+XLogRecPtr
+pmhash_log_split(const RelFileLocator *node, uint32 slot, uint64 map, const PmhEntry *entries,
+				 uint64 count)
+{
+	return log_entries(node, XLOG_PMHASH_SPLIT, slot, 0, InvalidTransactionId, map, entries,
+					   count);
+}
+
+/* Log the shard map of an index. */
+XLogRecPtr
+pmhash_log_map(const RelFileLocator *node, uint64 map)
+{
+	xl_pmhash_map xlrec;
+
+	xlrec.node = *node;
+	xlrec.map = map;
+	XLogBeginInsert();
+	XLogRegisterData((char *) &xlrec, sizeof(xlrec));
+	return XLogInsert(RM_PMHASH_ID, XLOG_PMHASH_MAP);
 }
 
 /*
@@ -139,12 +177,12 @@ pmhash_log_delete(const RelFileLocator *node, uint32 shard, PmhashRemoval remova
 	if (removal == PMHASH_REMOVAL_PHANTOMS)
 	{
 		qsort(entries, count, sizeof(PmhEntry), pmh_entry_cmp);
-		return log_entries(node, XLOG_PMHASH_DELETE_EXACT, shard, 0, InvalidTransactionId,
+		return log_entries(node, XLOG_PMHASH_DELETE_EXACT, shard, 0, InvalidTransactionId, 0,
 						   entries, count);
 	}
 	qsort(entries, count, sizeof(PmhEntry), pmhash_entry_tid_cmp);
 	return log_entries(node, removal == PMHASH_REMOVAL_KILL ? XLOG_PMHASH_KILL : XLOG_PMHASH_DELETE,
-					   shard, 0, conflict_horizon, entries, count);
+					   shard, 0, conflict_horizon, 0, entries, count);
 }
 
 /* Whether len bytes at data are all zero. */

@@ -29,6 +29,8 @@
 #define XLOG_PMHASH_KILL		0x60
 #define XLOG_PMHASH_DELETE_EXACT	0x70
 #define XLOG_PMHASH_COPY_DATA	0x80
+#define XLOG_PMHASH_SPLIT		0x90
+#define XLOG_PMHASH_MAP			0xA0
 
 typedef struct xl_pmhash_create
 {
@@ -115,6 +117,28 @@ typedef struct xl_pmhash_kill
 } xl_pmhash_kill;
 
 /* BUILT: a build outside a transaction (CREATE_BUILDING) finished */
+/*
+ * SPLIT: a shard split at the split pointer of map (the map before the
+ * split), entries.shard being its slot; the shard's entries, with their
+ * hash codes, follow.
+ */
+typedef struct xl_pmhash_split
+{
+	xl_pmhash_entries entries;	/* fill_permille unused */
+	uint64		map;
+} xl_pmhash_split;
+
+/*
+ * MAP: the shard map of an index as a writer found it, logged once per
+ * attachment of its share before the first record that names a slot
+ * (src/README, The shard map in the WAL).
+ */
+typedef struct xl_pmhash_map
+{
+	RelFileLocator node;
+	uint64		map;
+} xl_pmhash_map;
+
 typedef struct xl_pmhash_built
 {
 	RelFileLocator node;

@@ -35,7 +35,7 @@ free_bytes() {
 # with a seqscan and passes pmhash_verify; $1 names the step.
 check_index() {
 	local idx seq ver n
-	sql "VACUUM (INDEX_CLEANUP ON) t" >/dev/null
+	sql "VACUUM (FREEZE, INDEX_CLEANUP ON) t" >/dev/null
 	idx=$(sql "SET enable_seqscan = off; SET enable_bitmapscan = off;
 		SELECT count(*), coalesce(sum(id), 0) FROM probe p JOIN t ON t.k = p.k")
 	seq=$(sql "SET enable_indexscan = off; SET enable_bitmapscan = off;

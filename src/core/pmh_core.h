@@ -139,7 +139,8 @@ typedef struct PmhSegment
 {
 	char	   *base;			/* address of the segment header unit */
 	uint64_t	unit;			/* its unit in the file; 0: the shard is empty */
-	uint32_t	shard;
+	uint32_t	slot;			/* where the shard's descriptor is */
+	uint32_t	shard;			/* the top shard_bits bits of its hashes */
 	uint32_t	shard_bits;
 	uint32_t	nbuckets;
 	uint32_t	nposting;
@@ -148,15 +149,29 @@ typedef struct PmhSegment
 } PmhSegment;
 
 /*
- * A mirror entry, which lock-free readers use instead of the
- * file's descriptors: the segment's descriptor, and an extent word (segment
- * unit and posting block count) stored before it.  A reader that finds an
- * extent naming another unit than the descriptor raced with a publication.
+ * What a slot publishes: its segment's descriptor (0 if the shard is
+ * empty), posting block count, and the shard's depth (its number of top
+ * hash bits), which a split changes.
+ */
+typedef struct PmhPublication
+{
+	uint64_t	desc;
+	uint32_t	nposting;
+	uint32_t	depth;
+} PmhPublication;
+
+/*
+ * A mirror entry, which lock-free readers use instead of the file's
+ * descriptors: the segment's descriptor, and stored before it an extent
+ * word (segment unit and posting block count) and a shape word (segment
+ * unit and depth).  A reader that finds an extent or shape naming another
+ * unit than the descriptor raced with a publication.
  */
 typedef struct PmhShardMirror
 {
 	uint64_t	desc;
 	uint64_t	extent;
+	uint64_t	shape;
 } PmhShardMirror;
 
 /* Geometry of a segment to be written by pmh_segment_write. */
@@ -204,9 +219,10 @@ typedef struct PmhFreeMap
  * alloc_space returns the first unit of free file space (growing the file,
  * which may move the mapping) or 0 on failure; free_space takes back a
  * segment once no reader can see it; publish shows a new descriptor to
- * readers; base and mapped_units describe the current mapping; log_rebuild,
+ * readers, publish_map a new shard map (pmh_table_split); base and mapped_units describe the current mapping; log_rebuild,
  * if set, writes the full content of a rebuilt shard to the WAL, after the
- * shard is published.
+ * shard is published, and log_split that of a split shard, after both
+ * halves are.
  */
 typedef struct PmhTableOps
 {
@@ -214,11 +230,17 @@ typedef struct PmhTableOps
 	void		(*free_memory) (void *arg, void *ptr);
 	uint64_t	(*alloc_space) (void *arg, uint64_t units);
 	void		(*free_space) (void *arg, uint64_t unit, uint64_t units);
-	void		(*publish) (void *arg, uint32_t shard, uint64_t desc, uint32_t nposting);
+	void		(*publish) (void *arg, uint32_t slot, const PmhPublication *pub);
+	void		(*publish_map) (void *arg, uint64_t map);
+	/* writers of the descriptor array: shared to store one, exclusive to move it */
+	void		(*lock_descriptors) (void *arg, int exclusive);
+	void		(*unlock_descriptors) (void *arg);
 	char	   *(*base) (void *arg);
 	uint64_t	(*mapped_units) (void *arg);
 	void		(*log_rebuild) (void *arg, uint32_t shard, const PmhEntry *entries,
 								uint64_t count, double fill);
+	void		(*log_split) (void *arg, uint32_t slot, uint64_t map, const PmhEntry *entries,
+							  uint64_t count);
 	void	   *arg;
 } PmhTableOps;
 
@@ -228,33 +250,38 @@ typedef struct PmhTable
 	const PmhPersist *persist;
 	uint32_t	shard_bits;
 	uint64_t	file_generation;
-	uint64_t	desc_unit;
 	int			checksums;		/* the file keeps checksums (PMH_FILE_CHECKSUMS) */
 } PmhTable;
 
-/* Show readers of a mirror entry a new segment (0 and 0: none). */
+/* Show readers of a mirror entry a new publication. */
 static inline void
-pmh_mirror_publish(PmhShardMirror *m, uint64_t desc, uint32_t nposting)
+pmh_mirror_publish(PmhShardMirror *m, const PmhPublication *p)
 {
-	uint64_t	extent = pmh_desc_unit(desc) | ((uint64_t) nposting << PMH_DESC_UNIT_BITS);
+	uint64_t	unit = pmh_desc_unit(p->desc);
+	uint64_t	extent = unit | ((uint64_t) p->nposting << PMH_DESC_UNIT_BITS);
+	uint64_t	shape = unit | ((uint64_t) p->depth << PMH_DESC_UNIT_BITS);
 
-	__atomic_store_n(&m->extent, extent, __ATOMIC_RELEASE);
-	__atomic_store_n(&m->desc, desc, __ATOMIC_RELEASE);
+	__atomic_store_n(&m->extent, p->desc ? extent : 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&m->shape, shape, __ATOMIC_RELEASE);
+	__atomic_store_n(&m->desc, p->desc, __ATOMIC_RELEASE);
 }
 
 /*
- * Read a mirror entry: 1 and its descriptor and posting block count, or 0
- * if a publication was under way (never under the shard's writer lock).
+ * Read a mirror entry: 1 and its publication, or 0 if a publication was
+ * under way (never under the shard's writer lock).
  */
 static inline int
-pmh_mirror_read(const PmhShardMirror *m, uint64_t *desc, uint32_t *nposting)
+pmh_mirror_read(const PmhShardMirror *m, PmhPublication *p)
 {
 	uint64_t	d = __atomic_load_n(&m->desc, __ATOMIC_ACQUIRE);
 	uint64_t	extent = __atomic_load_n(&m->extent, __ATOMIC_ACQUIRE);
+	uint64_t	shape = __atomic_load_n(&m->shape, __ATOMIC_ACQUIRE);
 
-	*desc = d;
-	*nposting = d == 0 ? 0 : (uint32_t) (extent >> PMH_DESC_UNIT_BITS);
-	return d == 0 || (extent & PMH_DESC_UNIT_MASK) == pmh_desc_unit(d);
+	p->desc = d;
+	p->nposting = d == 0 ? 0 : (uint32_t) (extent >> PMH_DESC_UNIT_BITS);
+	p->depth = (uint32_t) (shape >> PMH_DESC_UNIT_BITS);
+	return (extent & PMH_DESC_UNIT_MASK) == pmh_desc_unit(d) &&
+		(shape & PMH_DESC_UNIT_MASK) == pmh_desc_unit(d);
 }
 
 /* Address of a bucket of a segment. */
@@ -306,11 +333,14 @@ extern int	pmh_match_use(const char *name);
 
 /* pmh_file.c */
 extern uint64_t pmh_descriptor_units(uint32_t shard_bits);
+extern uint64_t pmh_map_descriptor_units(uint64_t map);
+extern int	pmh_map_fits(uint64_t map, uint32_t shard_bits, uint64_t file_units);
 extern void pmh_header_init(PmhFileHeader *hdr, uint32_t spc_oid, uint32_t db_oid,
 							uint32_t rel_node, int32_t backend, uint64_t build_generation,
 							uint32_t shard_bits, uint32_t flags);
 extern uint32_t pmh_header_checksum(const PmhFileHeader *hdr);
 extern const char *pmh_header_check(const PmhFileHeader *hdr, uint64_t file_units);
+extern const char pmh_older_format[];
 extern uint32_t pmh_segment_checksum(const PmhSegmentHeader *hdr);
 
 /* pmh_lookup.c */
@@ -344,6 +374,7 @@ extern void pmh_segment_write(char *dst, const PmhLayout *layout, const PmhEntry
 							  uint64_t file_generation, uint64_t checksum_seed,
 							  uint64_t generation, uint64_t lsn);
 extern int	pmh_needs_growth(uint64_t slots, uint32_t nbuckets);
+extern uint64_t pmh_split_point(const PmhEntry *sorted, uint64_t count, uint32_t shard_bits);
 extern int	pmh_needs_shrink(const PmhCounts *counts, const PmhSegment *seg);
 
 /* pmh_alloc.c */
@@ -355,22 +386,26 @@ extern uint64_t pmh_freemap_total(const PmhFreeMap *map);
 /* pmh_table.c */
 extern void pmh_table_init(PmhTable *t, const PmhFileHeader *hdr, const PmhTableOps *ops,
 						   const PmhPersist *persist);
-extern void pmh_table_segment(const PmhTable *t, uint32_t shard, uint64_t desc,
-							  uint32_t nposting, PmhSegment *seg);
-extern void pmh_table_segments(const PmhTable *t, const uint32_t *shards,
-							   const uint64_t *descs, const uint32_t *npostings, int n,
-							   PmhSegment *segs);
+extern void pmh_table_segment(const PmhTable *t, uint32_t slot, const PmhPublication *pub,
+							  PmhSegment *seg);
+extern void pmh_table_segments(const PmhTable *t, const uint32_t *slots,
+							   const PmhPublication *pubs, int n, PmhSegment *segs);
 extern PmhStatus pmh_table_rebuild(const PmhTable *t, const PmhSegment *seg,
 								   const PmhEntry *extra, uint64_t nextra, int replace,
 								   double fill, uint64_t lsn, PmhCounts *counts);
+extern PmhStatus pmh_table_split(const PmhTable *t, const PmhSegment *seg, uint64_t map,
+								 uint64_t lsn, PmhCounts *low, PmhCounts *high);
+extern PmhStatus pmh_table_finish_split(const PmhTable *t, const PmhSegment *seg, uint64_t lsn,
+										PmhCounts *counts);
 extern PmhStatus pmh_table_insert(const PmhTable *t, const PmhSegment *seg,
 								  PmhCounts *counts, uint32_t hash, PmhTid tid,
 								  uint64_t lsn, PmhInsertMode mode, uint64_t since);
-extern const char *pmh_table_attach(const PmhTable *t, uint64_t file_units, PmhFreeMap *map,
-									int lenient,
-									void (*visit) (void *arg, uint32_t shard, uint64_t desc,
-												   uint32_t nposting, const PmhCounts *counts,
-												   int broken),
+extern uint64_t *pmh_table_descriptors(const PmhTable *t);
+extern const char *pmh_table_attach(const PmhTable *t, uint64_t shard_map, uint64_t file_units,
+									PmhFreeMap *map, int lenient,
+									void (*visit) (void *arg, uint32_t slot,
+												   const PmhPublication *pub,
+												   const PmhCounts *counts, int broken),
 									void *arg, char *msg, size_t msglen);
 extern uint64_t pmh_file_flag_unverified(char *base, uint64_t file_units, uint64_t after_lsn,
 										 const PmhPersist *persist);

@@ -7,11 +7,12 @@
  * never by pointer, because every process maps the file at its own address.
  *
  *	 units 0..15   file header (identity, geometry, checksum)
- *	 units 16..    descriptors: one 8 bytes per shard
+ *	 units 16..    descriptors: one 8 bytes per shard, in slot order
  *	 then          segments, allocated and freed as shards are rebuilt
  *
  * A shard is the set of keys whose hash has a given value in its top
- * shard_bits bits.  Each shard owns at most one segment:
+ * shard_bits bits; its descriptor is that of its slot, those bits read
+ * backwards (the shard map, below).  Each shard owns at most one segment:
  *
  *	 unit 0        segment header
  *	 units 1..n    n buckets of 28 (hash code, TID) slots, linear probing
@@ -37,7 +38,7 @@
 
 #define PMH_UNIT_SIZE			256
 #define PMH_HEADER_UNITS		16
-#define PMH_FORMAT_VERSION		2
+#define PMH_FORMAT_VERSION		3
 #define PMH_FILE_MAGIC			UINT64_C(0x3148534148504d50)	/* "PMPHASH1" */
 #define PMH_SEGMENT_MAGIC		UINT64_C(0x544e454d47455350)	/* "PSEGMENT" */
 
@@ -161,7 +162,8 @@ typedef struct PmhFileHeader
 								 * committed; 0 if none */
 	uint8_t		redo_boot[16];	/* the operating system's boot in which
 								 * REDO_DIRTY was set; zeros if unknown */
-	uint8_t		unused[PMH_HEADER_UNITS * PMH_UNIT_SIZE - 112];
+	uint64_t	shard_map;		/* level, split pointer, descriptor unit */
+	uint8_t		unused[PMH_HEADER_UNITS * PMH_UNIT_SIZE - 120];
 } PmhFileHeader;
 
 #define PMH_FILE_UNLOGGED		0x0001
@@ -207,6 +209,170 @@ static inline uint32_t
 pmh_shard_of(uint32_t hash, uint32_t shard_bits)
 {
 	return shard_bits == 0 ? 0 : hash >> (32 - shard_bits);
+}
+
+/*
+ * The shard map of a file whose shards split one at a time (linear hashing
+ * over the top bits of the hash): level b and split pointer p, with the
+ * unit of the descriptors, in one 8-byte word that one store publishes.
+ * Shards are numbered by slot.  Slot j < 2^b holds the keys whose top b
+ * bits, read backwards, are j (depth b); a split of slot p leaves in it the
+ * keys whose next bit is 0 and moves those whose next bit is 1 to slot
+ * p + 2^b, both at depth b + 1, and advances p.  Numbering slots by the
+ * reversed prefix makes every split add the next slot, so the descriptors
+ * only ever grow at their end; when p reaches 2^b, b grows by one and p
+ * starts again at 0.
+ */
+#define PMH_MAP_LEVEL_BITS		5
+#define PMH_MAP_SPLIT_BITS		17
+#define PMH_MAP_UNIT_SHIFT		(PMH_MAP_LEVEL_BITS + PMH_MAP_SPLIT_BITS)
+
+/* The map word of level, split pointer and descriptor unit. */
+static inline uint64_t
+pmh_map_make(uint32_t level, uint32_t split, uint64_t desc_unit)
+{
+	return (uint64_t) level | ((uint64_t) split << PMH_MAP_LEVEL_BITS) |
+		((desc_unit & PMH_DESC_UNIT_MASK) << PMH_MAP_UNIT_SHIFT);
+}
+
+/* Level of a map word. */
+static inline uint32_t
+pmh_map_level(uint64_t map)
+{
+	return (uint32_t) (map & ((UINT64_C(1) << PMH_MAP_LEVEL_BITS) - 1));
+}
+
+/* Split pointer of a map word. */
+static inline uint32_t
+pmh_map_split(uint64_t map)
+{
+	return (uint32_t) ((map >> PMH_MAP_LEVEL_BITS) & ((UINT64_C(1) << PMH_MAP_SPLIT_BITS) - 1));
+}
+
+/* Descriptor unit of a map word. */
+static inline uint64_t
+pmh_map_desc_unit(uint64_t map)
+{
+	return map >> PMH_MAP_UNIT_SHIFT;
+}
+
+/* Number of slots a map word has: 2^level + split. */
+static inline uint32_t
+pmh_map_slots(uint64_t map)
+{
+	return (UINT32_C(1) << pmh_map_level(map)) + pmh_map_split(map);
+}
+
+/* A 32-bit value with its bits in the opposite order. */
+static inline uint32_t
+pmh_reverse_bits(uint32_t x)
+{
+	x = ((x >> 1) & UINT32_C(0x55555555)) | ((x & UINT32_C(0x55555555)) << 1);
+	x = ((x >> 2) & UINT32_C(0x33333333)) | ((x & UINT32_C(0x33333333)) << 2);
+	x = ((x >> 4) & UINT32_C(0x0F0F0F0F)) | ((x & UINT32_C(0x0F0F0F0F)) << 4);
+	return __builtin_bswap32(x);
+}
+
+/* Depth of the shard of a slot below pmh_map_slots(map). */
+static inline uint32_t
+pmh_map_depth(uint64_t map, uint32_t slot)
+{
+	uint32_t	level = pmh_map_level(map);
+
+	return slot < pmh_map_split(map) || slot >= (UINT32_C(1) << level) ? level + 1 : level;
+}
+
+/* The map word after the split of its split pointer's slot. */
+static inline uint64_t
+pmh_map_next(uint64_t map)
+{
+	uint32_t	level = pmh_map_level(map);
+	uint32_t	split = pmh_map_split(map) + 1;
+
+	if (split == (UINT32_C(1) << level))
+		return pmh_map_make(level + 1, 0, pmh_map_desc_unit(map));
+	return pmh_map_make(level, split, pmh_map_desc_unit(map));
+}
+
+/*
+ * The low slot of the last split of a map word, in a file built with
+ * 2^shard_bits shards; UINT32_MAX if nothing was split.
+ */
+static inline uint32_t
+pmh_map_last_split(uint64_t map, uint32_t shard_bits)
+{
+	uint32_t	level = pmh_map_level(map);
+
+	if (pmh_map_split(map) > 0)
+		return pmh_map_split(map) - 1;
+	return level > shard_bits ? (UINT32_C(1) << (level - 1)) - 1 : UINT32_MAX;
+}
+
+/*
+ * Descriptor slots the array of a map word has room for: those of its
+ * level and the next (a split that ends a level moves the descriptors to
+ * an array of twice the room).
+ */
+static inline uint32_t
+pmh_map_room(uint64_t map)
+{
+	uint32_t	level = pmh_map_level(map);
+
+	return UINT32_C(1) << (level < PMH_MAX_SHARD_BITS ? level + 1 : level);
+}
+
+/*
+ * Descriptor slots a file built with 2^shard_bits shards has room for:
+ * twice as many, which splits fill, up to 2^PMH_MAX_SHARD_BITS.
+ */
+static inline uint32_t
+pmh_slot_room(uint32_t shard_bits)
+{
+	return UINT32_C(1) << (shard_bits < PMH_MAX_SHARD_BITS ? shard_bits + 1 : shard_bits);
+}
+
+/* Slot of a hash among 2^shard_bits shards of one depth (split pointer 0). */
+static inline uint32_t
+pmh_slot_of(uint32_t hash, uint32_t shard_bits)
+{
+	return pmh_reverse_bits(hash) & ((UINT32_C(1) << shard_bits) - 1);
+}
+
+/* Slot of a hash in a map word's shards; its depth goes to *depth. */
+static inline uint32_t
+pmh_map_slot(uint32_t hash, uint64_t map, uint32_t *depth)
+{
+	uint32_t	level = pmh_map_level(map);
+	uint32_t	reversed = pmh_reverse_bits(hash);
+	uint32_t	slot = reversed & ((UINT32_C(1) << level) - 1);
+
+	*depth = level;
+	if (slot < pmh_map_split(map))
+	{
+		slot = reversed & ((UINT32_C(2) << level) - 1);
+		*depth = level + 1;
+	}
+	return slot;
+}
+
+/*
+ * Depth of a slot's shard when the slot came to be, in a file built with
+ * 2^shard_bits shards: its slots split from it since are those above it by
+ * multiples of 2^depth.
+ */
+static inline uint32_t
+pmh_slot_first_depth(uint32_t slot, uint32_t shard_bits)
+{
+	uint32_t	bits = slot == 0 ? 0 : 32 - (uint32_t) __builtin_clz(slot);
+
+	return bits > shard_bits ? bits : shard_bits;
+}
+
+/* The top depth bits of the hashes a slot of that depth holds (its shard). */
+static inline uint32_t
+pmh_slot_shard(uint32_t slot, uint32_t depth)
+{
+	return depth == 0 ? 0 : pmh_reverse_bits(slot) >> (32 - depth);
 }
 
 /* The 23 bits of a hash below its shard bits that a bucket slot keeps. */

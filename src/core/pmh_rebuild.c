@@ -478,6 +478,30 @@ pmh_segment_write(char *dst, const PmhLayout *layout, const PmhEntry *sorted,
 	hdr->checksum = pmh_segment_checksum(hdr);
 }
 
+/*
+ * Where sorted entries of a shard at depth shard_bits (9 or more, so that
+ * their hashes are whole) divide between its halves one bit deeper: the
+ * number of entries whose next hash bit is 0, which come first.
+ */
+uint64_t
+pmh_split_point(const PmhEntry *sorted, uint64_t count, uint32_t shard_bits)
+{
+	uint32_t	bit = UINT32_C(1) << (31 - shard_bits);
+	uint64_t	lo = 0;
+	uint64_t	hi = count;
+
+	while (lo < hi)
+	{
+		uint64_t	mid = lo + (hi - lo) / 2;
+
+		if (sorted[mid].hash & bit)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return lo;
+}
+
 /* Whether a shard with this many occupied slots must grow before an insert. */
 int
 pmh_needs_growth(uint64_t slots, uint32_t nbuckets)

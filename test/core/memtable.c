@@ -137,11 +137,22 @@ space_free(void *arg, uint64_t unit, uint64_t units)
 
 /* Show a segment to readers. */
 static void
-publish(void *arg, uint32_t shard, uint64_t desc, uint32_t nposting)
+publish(void *arg, uint32_t slot, const PmhPublication *pub)
 {
 	MemTable   *mt = arg;
 
-	pmh_mirror_publish(&mt->mirror[shard], desc, nposting);
+	pmh_mirror_publish(&mt->mirror[slot], pub);
+}
+
+/* Show a new shard map to readers, and to the test's hook. */
+static void
+publish_map(void *arg, uint64_t map)
+{
+	MemTable   *mt = arg;
+
+	__atomic_store_n(&mt->map, map, __ATOMIC_RELEASE);
+	if (mt->map_hook)
+		mt->map_hook(mt);
 }
 
 /* Current mapping. */
@@ -172,12 +183,16 @@ memtable_create(uint32_t shard_bits, uint64_t units, int shim)
 	mt->shim = shim;
 	mt->crash_at = UINT64_MAX;
 	mt->busy_patience_ns = 1000 * 1000;
-	mt->mirror = calloc(nshards, sizeof(PmhShardMirror));
-	mt->counts = calloc(nshards, sizeof(PmhCounts));
-	mt->extents = calloc(nshards + 64, sizeof(PmhExtent));
-	pmh_freemap_init(&mt->freemap, mt->extents, nshards + 64);
-	mt->ops = (PmhTableOps) {mem_alloc, mem_free, space_alloc, space_free, publish, base,
-		mapped_units, NULL, mt};
+	/* room for the slots that two levels of splits add */
+	mt->room = 4 * nshards;
+	mt->mirror = calloc(mt->room, sizeof(PmhShardMirror));
+	for (uint32_t s = 0; s < mt->room; s++)
+		pmh_mirror_publish(&mt->mirror[s], &(PmhPublication) {0, 0, shard_bits});
+	mt->counts = calloc(mt->room, sizeof(PmhCounts));
+	mt->extents = calloc(mt->room + 64, sizeof(PmhExtent));
+	pmh_freemap_init(&mt->freemap, mt->extents, mt->room + 64);
+	mt->ops = (PmhTableOps) {mem_alloc, mem_free, space_alloc, space_free, publish, publish_map,
+		NULL, NULL, base, mapped_units, NULL, NULL, mt};
 	mt->persist = (PmhPersist) {shim_flush, shim_drain, NULL, NULL, mt};
 
 	hdr = calloc(1, sizeof(PmhFileHeader));
@@ -195,13 +210,13 @@ memtable_create(uint32_t shard_bits, uint64_t units, int shim)
 		memset(mt->pending, 0, hdr->data_unit * PMH_UNIT_SIZE / LINE);
 	}
 	/* the header and descriptors are not free space */
-	pmh_freemap_init(&mt->freemap, mt->extents, nshards + 64);
+	pmh_freemap_init(&mt->freemap, mt->extents, mt->room + 64);
 	pmh_freemap_release(&mt->freemap, hdr->data_unit, units - hdr->data_unit);
 	memcpy(mt->live, hdr, sizeof(PmhFileHeader));
 	if (shim)
 		memcpy(mt->durable, hdr, sizeof(PmhFileHeader));
-	mt->table = (PmhTable) {&mt->ops, &mt->persist, shard_bits, 42, hdr->desc_unit,
-	memtable_checksums};
+	mt->table = (PmhTable) {&mt->ops, &mt->persist, shard_bits, 42, memtable_checksums};
+	mt->map = hdr->shard_map;
 	free(hdr);
 	return mt;
 }
@@ -238,30 +253,39 @@ memtable_destroy(MemTable *mt)
 	free(mt);
 }
 
+/* The slot of hash's shard in the current map. */
+uint32_t
+memtable_slot(MemTable *mt, uint32_t hash)
+{
+	uint32_t	depth;
+
+	return pmh_map_slot(hash, __atomic_load_n(&mt->map, __ATOMIC_ACQUIRE), &depth);
+}
+
 /*
- * The segment a shard publishes, as readers see it (of no buckets if none);
+ * The segment the shard of a slot publishes, as readers see it (of no
+ * buckets if none);
  * waits out a publication under way.
  */
 void
-memtable_segment(MemTable *mt, uint32_t shard, PmhSegment *seg)
+memtable_segment(MemTable *mt, uint32_t slot, PmhSegment *seg)
 {
-	uint64_t	desc;
-	uint32_t	nposting;
+	PmhPublication pub;
 
-	while (!pmh_mirror_read(&mt->mirror[shard], &desc, &nposting))
+	while (!pmh_mirror_read(&mt->mirror[slot], &pub))
 		;
-	pmh_table_segment(&mt->table, shard, desc, nposting, seg);
+	pmh_table_segment(&mt->table, slot, &pub, seg);
 }
 
 /* Insert through the table layer, as the access method does; each change gets the next LSN. */
 PmhStatus
 memtable_insert(MemTable *mt, uint32_t hash, PmhTid tid)
 {
-	uint32_t	shard = pmh_shard_of(hash, mt->table.shard_bits);
+	uint32_t	slot = memtable_slot(mt, hash);
 	PmhSegment	seg;
 
-	memtable_segment(mt, shard, &seg);
-	return pmh_table_insert(&mt->table, &seg, &mt->counts[shard], hash, tid, ++mt->lsn,
+	memtable_segment(mt, slot, &seg);
+	return pmh_table_insert(&mt->table, &seg, &mt->counts[slot], hash, tid, ++mt->lsn,
 							PMH_INSERT_NEW, 0);
 }
 
@@ -269,11 +293,11 @@ memtable_insert(MemTable *mt, uint32_t hash, PmhTid tid)
 PmhStatus
 memtable_replay(MemTable *mt, uint32_t hash, PmhTid tid, uint64_t lsn)
 {
-	uint32_t	shard = pmh_shard_of(hash, mt->table.shard_bits);
+	uint32_t	slot = memtable_slot(mt, hash);
 	PmhSegment	seg;
 
-	memtable_segment(mt, shard, &seg);
-	return pmh_table_insert(&mt->table, &seg, &mt->counts[shard], hash, tid, lsn,
+	memtable_segment(mt, slot, &seg);
+	return pmh_table_insert(&mt->table, &seg, &mt->counts[slot], hash, tid, lsn,
 							PMH_INSERT_IF_ABSENT, lsn);
 }
 
@@ -326,7 +350,7 @@ memtable_lookup(MemTable *mt, uint32_t hash, PmhTid *out, int *n, int cap)
 	for (;;)
 	{
 		cs.n = cs.unverified = 0;
-		memtable_segment(mt, pmh_shard_of(hash, mt->table.shard_bits), &seg);
+		memtable_segment(mt, memtable_slot(mt, hash), &seg);
 		st = pmh_lookup(&seg, hash, collect, &cs);
 		if (st != PMH_BUSY)
 			break;
@@ -357,7 +381,7 @@ memtable_lookup_batch(MemTable *mt, const uint32_t *hashes, int n, PmhTid *out, 
 
 	for (int k = 0; k < n; k++)
 	{
-		memtable_segment(mt, pmh_shard_of(hashes[k], mt->table.shard_bits), &segs[k]);
+		memtable_segment(mt, memtable_slot(mt, hashes[k]), &segs[k]);
 		cs[k] = (CollectState) {out + (size_t) k * cap, 0, cap, 0};
 		args[k] = &cs[k];
 	}
@@ -384,7 +408,7 @@ memtable_lookup_unverified(MemTable *mt, uint32_t hash)
 	CollectState cs = {NULL, 0, 0, 0};
 	PmhSegment	seg;
 
-	memtable_segment(mt, pmh_shard_of(hash, mt->table.shard_bits), &seg);
+	memtable_segment(mt, memtable_slot(mt, hash), &seg);
 	pmh_lookup(&seg, hash, collect, &cs);
 	return cs.unverified;
 }
@@ -393,7 +417,7 @@ memtable_lookup_unverified(MemTable *mt, uint32_t hash)
 uint64_t
 memtable_flag_unverified(MemTable *mt, uint64_t after_lsn)
 {
-	uint32_t	nshards = UINT32_C(1) << mt->table.shard_bits;
+	uint32_t	nshards = pmh_map_slots(mt->map);
 	uint64_t	flagged = 0;
 
 	for (uint32_t s = 0; s < nshards; s++)
@@ -417,7 +441,7 @@ uint64_t
 memtable_bulk_delete(MemTable *mt, const PmhDeleteOps *ops)
 {
 	uint64_t	removed = 0;
-	uint32_t	nshards = UINT32_C(1) << mt->table.shard_bits;
+	uint32_t	nshards = pmh_map_slots(mt->map);
 
 	for (uint32_t s = 0; s < nshards; s++)
 	{
@@ -445,7 +469,7 @@ memtable_verify(MemTable *mt, uint64_t *live)
 {
 	static char msg[256];
 	const char *err;
-	uint32_t	nshards = UINT32_C(1) << mt->table.shard_bits;
+	uint32_t	nshards = pmh_map_slots(mt->map);
 
 	*live = 0;
 	err = pmh_header_check((PmhFileHeader *) mt->live, mt->units);
@@ -505,24 +529,63 @@ memtable_crash(MemTable *mt, double evict_probability, uint64_t seed)
 	mt->crash_at = UINT64_MAX;
 }
 
-/* Attach visitor: copy a shard's descriptor, posting blocks and counts. */
+/* Attach visitor: copy a slot's publication and counts. */
 static void
-attach_visit(void *arg, uint32_t shard, uint64_t desc, uint32_t nposting,
-			 const PmhCounts *counts, int broken)
+attach_visit(void *arg, uint32_t slot, const PmhPublication *pub, const PmhCounts *counts,
+			 int broken)
 {
 	(void) broken;
 	MemTable   *mt = arg;
 
-	pmh_mirror_publish(&mt->mirror[shard], desc, nposting);
-	mt->counts[shard] = *counts;
+	pmh_mirror_publish(&mt->mirror[slot], pub);
+	mt->counts[slot] = *counts;
 }
 
-/* Rebuild the volatile state from the file, as attaching an index does. */
+/*
+ * Rebuild the volatile state from the file, as attaching an index does,
+ * and finish a split that a crash cut short.
+ */
 const char *
 memtable_attach(MemTable *mt)
 {
 	static char msg[256];
+	const char *err;
+	uint32_t	last;
 
-	return pmh_table_attach(&mt->table, mt->units, &mt->freemap, 0, attach_visit, mt,
-							msg, sizeof(msg));
+	mt->map = ((PmhFileHeader *) mt->live)->shard_map;
+	err = pmh_table_attach(&mt->table, mt->map, mt->units, &mt->freemap, 0, attach_visit, mt,
+						   msg, sizeof(msg));
+	last = pmh_map_last_split(mt->map, mt->table.shard_bits);
+	if (err == NULL && last != UINT32_MAX)
+	{
+		PmhSegment	seg;
+
+		memtable_segment(mt, last, &seg);
+		if (seg.shard_bits != pmh_map_depth(mt->map, last) &&
+			pmh_table_finish_split(&mt->table, &seg, ++mt->lsn, &mt->counts[last]) != PMH_OK)
+			err = "the split cut short cannot be finished";
+	}
+	return err;
+}
+
+/* Split the shard at the split pointer, as a growing index does. */
+PmhStatus
+memtable_split(MemTable *mt)
+{
+	uint32_t	slot = pmh_map_split(mt->map);
+	uint32_t	high = slot + (UINT32_C(1) << pmh_map_level(mt->map));
+	PmhSegment	seg;
+	PmhCounts	counts[2];
+	PmhStatus	st;
+
+	if (high >= mt->room)
+		return PMH_FULL;
+	memtable_segment(mt, slot, &seg);
+	st = pmh_table_split(&mt->table, &seg, mt->map, ++mt->lsn, &counts[0], &counts[1]);
+	if (st == PMH_OK)
+	{
+		mt->counts[slot] = counts[0];
+		mt->counts[high] = counts[1];
+	}
+	return st;
 }

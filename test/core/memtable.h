@@ -28,7 +28,11 @@ typedef struct MemTable
 	int			shim;			/* track durability */
 	uint64_t	busy_patience_ns;	/* how long a busy lookup is tried again */
 	PmhShardMirror *mirror;		/* descriptors as readers see them */
+	uint64_t	map;			/* the shard map as readers see it */
+	void		(*map_hook) (struct MemTable *mt);	/* called as the map moves */
+	void	   *hook_arg;
 	PmhCounts  *counts;			/* per-shard counters */
+	uint32_t	room;			/* slots the mirror and the counters have */
 	PmhExtent  *extents;
 	PmhFreeMap	freemap;
 	PmhTableOps ops;
@@ -42,7 +46,8 @@ extern MemTable *memtable_create(uint32_t shard_bits, uint64_t units, int shim);
 extern void memtable_destroy(MemTable *mt);
 extern void memtable_defer_drains(MemTable *mt);
 extern void memtable_commit(MemTable *mt);
-extern void memtable_segment(MemTable *mt, uint32_t shard, PmhSegment *seg);
+extern uint32_t memtable_slot(MemTable *mt, uint32_t hash);
+extern void memtable_segment(MemTable *mt, uint32_t slot, PmhSegment *seg);
 extern PmhStatus memtable_insert(MemTable *mt, uint32_t hash, PmhTid tid);
 extern PmhStatus memtable_replay(MemTable *mt, uint32_t hash, PmhTid tid, uint64_t lsn);
 extern PmhStatus memtable_lookup(MemTable *mt, uint32_t hash, PmhTid *out, int *n, int cap);
@@ -54,5 +59,6 @@ extern uint64_t memtable_bulk_delete(MemTable *mt, const PmhDeleteOps *ops);
 extern const char *memtable_verify(MemTable *mt, uint64_t *live);
 extern void memtable_crash(MemTable *mt, double evict_probability, uint64_t seed);
 extern const char *memtable_attach(MemTable *mt);
+extern PmhStatus memtable_split(MemTable *mt);
 
 #endif

@@ -72,7 +72,7 @@ test_codes(void)
 				CHECK(memtable_lookup(mt, hashes[k], got, &ngot, 64) == PMH_OK, "lookup status");
 				check_found("lookup", hashes[k], got, ngot, want, nwant);
 			}
-			memtable_segment(mt, pmh_shard_of(base, shard_bits), &seg);
+			memtable_segment(mt, pmh_slot_of(base, shard_bits), &seg);
 			n = pmh_segment_collect(&seg, entries, 64, &max_lsn);
 			CHECK(n == 64, "%d shard bits: collected %llu entries", (int) shard_bits,
 				  (unsigned long long) n);

@@ -65,6 +65,8 @@ main(void)
 		{"match", test_match},
 		{"freemap", test_freemap},
 		{"sort", test_sort},
+		{"shard map", test_shard_map},
+		{"split point", test_split_point},
 		{"codec", test_codec},
 		{"checksums", test_checksums},
 		/* from here on, once without checksums and once with */
@@ -78,10 +80,13 @@ main(void)
 		{"crashes", test_crashes},
 		{"crashes between commits", test_crashes_between_commits},
 		{"crashes over leftovers", test_crashes_over_leftovers},
+		{"split crashes", test_split_crashes},
 		{"damage", test_damage},
 		{"reader_race", test_reader_race},
 		{"unverified", test_unverified},
 		{"replay", test_replay},
+		{"split", test_split},
+		{"split level", test_split_level},
 		{"lost overflow bits", test_lost_overflow_bits},
 		{"unfenced slots", test_unfenced_slots},
 	};

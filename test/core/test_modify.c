@@ -228,10 +228,10 @@ test_deletes(void)
 	/* presence, then a sparse delete */
 	for (uint64_t i = 0; i < m.n && !test_failed; i += 7)
 	{
-		uint32_t	shard = pmh_shard_of(m.hash[i], 4);
+		uint32_t	slot = pmh_slot_of(m.hash[i], 4);
 		PmhSegment	seg;
 
-		memtable_segment(mt, shard, &seg);
+		memtable_segment(mt, slot, &seg);
 		CHECK(segment_contains(&seg, m.hash[i], tid_of(i)) == !m.dead[i], "contains entry %llu",
 			  (unsigned long long) i);
 		m.dead[i] = 1;

@@ -68,6 +68,10 @@ extern void test_freemap(void);
 
 /* test_rebuild.c */
 extern void test_sort(void);
+extern void test_shard_map(void);
+extern void test_split_point(void);
+extern void test_split(void);
+extern void test_split_level(void);
 
 /* test_codec.c */
 extern void test_codec(void);
@@ -92,6 +96,7 @@ extern void test_unfenced_slots(void);
 extern void test_crashes(void);
 extern void test_crashes_between_commits(void);
 extern void test_crashes_over_leftovers(void);
+extern void test_split_crashes(void);
 
 /* test_verify.c */
 extern void test_damage(void);

@@ -67,7 +67,7 @@ test_damage(void)
 		}
 		else
 		{
-			uint64_t   *dir = (uint64_t *) (mt->live + mt->table.desc_unit * PMH_UNIT_SIZE);
+			uint64_t   *dir = pmh_table_descriptors(&mt->table);
 
 			dir[0] = pmh_desc_make(mt->units + 5, 3);
 		}

@@ -33,6 +33,7 @@ typedef struct FuzzFile
 {
 	char	   *base;
 	uint64_t	units;
+	uint64_t	map;			/* the header's shard map */
 	PmhShardMirror *mirror;
 } FuzzFile;
 
@@ -68,12 +69,12 @@ fuzz_units(void *arg)
 
 /* Attach callback: keep the checked descriptors, as shared memory does. */
 static void
-fuzz_visit(void *arg, uint32_t shard, uint64_t desc, uint32_t nposting,
-		   const PmhCounts *counts, int broken)
+fuzz_visit(void *arg, uint32_t slot, const PmhPublication *pub, const PmhCounts *counts,
+		   int broken)
 {
 	(void) counts;
 	(void) broken;
-	pmh_mirror_publish(&((FuzzFile *) arg)->mirror[shard], desc, nposting);
+	pmh_mirror_publish(&((FuzzFile *) arg)->mirror[slot], pub);
 }
 
 /* Lookup sink: touch what was delivered. */
@@ -90,20 +91,18 @@ fuzz_sink(void *arg, const PmhTid *tids, int count, uint64_t unverified)
 static void
 fuzz_segments(const PmhTable *t, FuzzFile *f, const uint8_t *data, size_t size)
 {
-	uint32_t	nshards = UINT32_C(1) << t->shard_bits;
+	uint32_t	nslots = pmh_map_slots(f->map);
 	uint32_t	hashes[FUZZ_KEYS];
 	uint64_t	sums[FUZZ_KEYS];
 	void	   *args[FUZZ_KEYS];
 	PmhSegment	segs[FUZZ_KEYS];
 	PmhStatus	status[FUZZ_KEYS];
-	uint32_t	shards[FUZZ_KEYS];
-	uint64_t	descs[FUZZ_KEYS];
-	uint32_t	npostings[FUZZ_KEYS];
+	uint32_t	slots[FUZZ_KEYS];
+	PmhPublication pubs[FUZZ_KEYS];
 
-	for (uint32_t s = 0; s < nshards; s++)
+	for (uint32_t s = 0; s < nslots; s++)
 	{
-		uint64_t	desc;
-		uint32_t	nposting;
+		PmhPublication pub;
 		PmhSegment	seg;
 		PmhCounts	counts;
 		uint64_t	live;
@@ -111,10 +110,9 @@ fuzz_segments(const PmhTable *t, FuzzFile *f, const uint8_t *data, size_t size)
 		PmhEntry   *scratch;
 		uint64_t	cap;
 
-		pmh_mirror_read(&f->mirror[s], &desc, &nposting);
-		if (desc == 0)
+		if (!pmh_mirror_read(&f->mirror[s], &pub) || pub.desc == 0)
 			continue;
-		pmh_table_segment(t, s, desc, nposting, &seg);
+		pmh_table_segment(t, s, &pub, &seg);
 		pmh_segment_count(&seg, &counts);
 		cap = counts.entries + counts.slots + 1;
 		scratch = malloc(cap * sizeof(PmhEntry));
@@ -126,16 +124,18 @@ fuzz_segments(const PmhTable *t, FuzzFile *f, const uint8_t *data, size_t size)
 	for (int k = 0; k < FUZZ_KEYS; k++)
 	{
 		uint32_t	h = (uint32_t) k * UINT32_C(0x9E3779B9);
+		uint32_t	depth;
 
 		if (size >= (size_t) (k + 1) * 4)
 			memcpy(&h, data + (size - (size_t) (k + 1) * 4), 4);
 		hashes[k] = h;
-		shards[k] = pmh_shard_of(h, t->shard_bits);
-		pmh_mirror_read(&f->mirror[shards[k]], &descs[k], &npostings[k]);
+		slots[k] = pmh_map_slot(h, f->map, &depth);
+		if (!pmh_mirror_read(&f->mirror[slots[k]], &pubs[k]))
+			pubs[k] = (PmhPublication) {0, 0, depth};
 		sums[k] = 0;
 		args[k] = &sums[k];
 	}
-	pmh_table_segments(t, shards, descs, npostings, FUZZ_KEYS, segs);
+	pmh_table_segments(t, slots, pubs, FUZZ_KEYS, segs);
 	for (int k = 0; k < FUZZ_KEYS; k++)
 		(void) pmh_lookup(&segs[k], hashes[k], fuzz_sink, &sums[k]);
 	pmh_lookup_batch(segs, hashes, FUZZ_KEYS, fuzz_sink, args, status);
@@ -147,11 +147,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	FuzzFile	f;
 	PmhFileHeader hdr;
-	PmhTableOps ops = {fuzz_alloc, fuzz_free, NULL, NULL, NULL, fuzz_base, fuzz_units, NULL, NULL};
+	PmhTableOps ops = {fuzz_alloc, fuzz_free, NULL, NULL, NULL, NULL, NULL, NULL, fuzz_base,
+	fuzz_units, NULL, NULL};
 	PmhTable	t;
 	PmhFreeMap	map;
 	PmhExtent  *extents;
-	uint32_t	nshards;
+	uint32_t	nslots;
 	char		msg[256];
 
 	f.units = size / PMH_UNIT_SIZE;
@@ -166,15 +167,17 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		free(f.base);
 		return 0;
 	}
-	nshards = UINT32_C(1) << hdr.shard_bits;
+	f.map = hdr.shard_map;
+	nslots = pmh_map_slots(f.map);
 	ops.arg = &f;
 	pmh_table_init(&t, &hdr, &ops, NULL);
-	extents = malloc((nshards + 1) * sizeof(PmhExtent));
+	extents = malloc((nslots + 2) * sizeof(PmhExtent));
 	for (int lenient = 0; lenient <= 1; lenient++)
 	{
-		f.mirror = calloc(nshards, sizeof(PmhShardMirror));
-		pmh_freemap_init(&map, extents, nshards + 1);
-		if (pmh_table_attach(&t, f.units, &map, lenient, fuzz_visit, &f, msg, sizeof(msg)) == NULL)
+		f.mirror = calloc(nslots, sizeof(PmhShardMirror));
+		pmh_freemap_init(&map, extents, nslots + 2);
+		if (pmh_table_attach(&t, f.map, f.units, &map, lenient, fuzz_visit, &f, msg,
+							 sizeof(msg)) == NULL)
 			fuzz_segments(&t, &f, data, size);
 		free(f.mirror);
 	}

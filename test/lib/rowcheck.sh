@@ -129,14 +129,16 @@ check_counts() {
 }
 
 # VACUUM conc_rows, with index vacuuming forced (by default VACUUM skips it
-# when under 2% of the pages have dead items, leaving their entries), until
+# when under 2% of the pages have dead items, leaving their entries) and
+# aggressive (else a page another process has pinned keeps its dead rows
+# and their entries), until
 # it reports no dead row version it could not remove yet (another session's
 # snapshot, such as an autovacuum ANALYZE's, holds them back), at most 30
 # times.
 final_vacuum() {
 	local out dead="" try
 	for try in $(seq 1 30); do
-		out=$(sql "VACUUM (VERBOSE, INDEX_CLEANUP ON) conc_rows" 2>&1) || { echo "$out" | sed 's/^/# /'; return 1; }
+		out=$(sql "VACUUM (VERBOSE, FREEZE, INDEX_CLEANUP ON) conc_rows" 2>&1) || { echo "$out" | sed 's/^/# /'; return 1; }
 		dead=$(echo "$out" | sed -n 's/.* \([0-9]*\) are dead but not yet removable.*/\1/p' | head -1)
 		echo "# final VACUUM, try $try: ${dead:-?} dead row versions not yet removable"
 		[ "$dead" = 0 ] && return 0

@@ -129,12 +129,13 @@ run_load() {
 	return "$rc"
 }
 
-# VACUUM table $1 (index vacuuming forced) until it reports no dead row
-# version it could not remove yet, at most 30 times.
+# VACUUM table $1 (index vacuuming forced, aggressive so that it waits for
+# pages another process has pinned rather than leave their dead rows) until
+# it reports no dead row version it could not remove yet, at most 30 times.
 vacuum_clean() {
 	local out dead="" try
 	for try in $(seq 1 30); do
-		out=$(sql "VACUUM (VERBOSE, INDEX_CLEANUP ON) $1" 2>&1) || { echo "$out" | sed 's/^/# /'; return 1; }
+		out=$(sql "VACUUM (VERBOSE, FREEZE, INDEX_CLEANUP ON) $1" 2>&1) || { echo "$out" | sed 's/^/# /'; return 1; }
 		dead=$(echo "$out" | sed -n 's/.* \([0-9]*\) are dead but not yet removable.*/\1/p' | head -1)
 		[ "$dead" = 0 ] && return 0
 		echo "# VACUUM $1, try $try: ${dead:-?} dead row versions not yet removable"

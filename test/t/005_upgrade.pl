@@ -46,7 +46,7 @@ CREATE INDEX u_k ON u USING pmhash (k);
 CREATE INDEX u_t ON u USING pmhash (t);
 CREATE UNIQUE INDEX u_id ON u USING pmhash (id);
 DELETE FROM u WHERE id % 7 = 0;
-VACUUM (INDEX_CLEANUP ON) u;
+VACUUM (FREEZE, INDEX_CLEANUP ON) u;
 EOS
 	my $expected = check_indexes($old, 'postgres', "$dir: old cluster", @SPECS);
 	my @old_files = pmh_files($old);

@@ -102,6 +102,40 @@ for my $case (
 }
 
 ############################################################################
+# 2b. A file of the previous format version, as an older pmhash wrote it
+#     (here: this file's header relabeled, with its checksum made right):
+#     the first use rebuilds the index from its table, says so, and then
+#     answers as a sequential scan; the new file has the current version.
+############################################################################
+
+{
+	my $path = change_file_offline(
+		$node, 'postgres', 't_k',
+		sub {
+			my $head = read_bytes($_[0], 0, 64);
+			my $version = unpack 'V', substr($head, 8, 4);
+			substr($head, 8, 4) = pack('V', $version - 1);
+			write_bytes($_[0], 0, $head . pack('V', crc32c($head)));
+		});
+	my $mark = mark($node);
+	my ($rc, $out, $err) = run_sql($node, 'postgres',
+		"$FORCE_INDEX SELECT count(*) FROM t WHERE k = 7");
+	is($rc, 0, 'older format: the first index scan succeeds');
+	like($err, qr/NOTICE:  (?:00000: )?rebuilding pmhash index "t_k" from table "t"/,
+		'older format: the first use says it rebuilds the index');
+	like($err, qr/DETAIL:  Its file has format version (\d+), of an older pmhash; this one writes version (\d+)\./,
+		'older format: and why');
+	is($out, $node->safe_psql('postgres', "$FORCE_SEQ SELECT count(*) FROM t WHERE k = 7"),
+		'older format: the rebuilt index answers as a seqscan');
+	is(unpack('V', read_bytes($path, 8, 4)), unpack('V', read_bytes(index_path($node, 'postgres', 'small_k'), 8, 4)),
+		'older format: the new file has the current format version');
+	compare_with_seqscan($node, 'postgres', 't_k', 't', 'k', -3, 1002, 'older format rebuilt');
+	is($node->safe_psql('postgres', "SELECT pmhash_verify('t_k')"), '20000',
+		'older format: pmhash_verify counts every row once');
+	check_alive($node, $mark, 'older format');
+}
+
+############################################################################
 # 3. Damaged segments in the middle of the file.
 ############################################################################
 

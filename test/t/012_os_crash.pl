@@ -44,6 +44,7 @@ use warnings;
 
 use FindBin;
 use lib $FindBin::RealBin;
+use PmhashFiles qw(crc32c);
 use PmhashRecovery;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
@@ -218,19 +219,6 @@ cmp_ok($replayed, '>', 0,
 		'fast shutdown: no crash recovery');
 	check_node($node, 'fast shutdown', 1);
 	check_log($node, $offset, 'fast shutdown');
-}
-
-# CRC-32C, as PostgreSQL computes it (pmhash.durable's slots carry one).
-sub crc32c
-{
-	my ($data) = @_;
-	my $crc = 0xFFFFFFFF;
-	for my $byte (unpack 'C*', $data)
-	{
-		$crc ^= $byte;
-		$crc = ($crc & 1) ? (($crc >> 1) ^ 0x82F63B78) : ($crc >> 1) for 1 .. 8;
-	}
-	return $crc ^ 0xFFFFFFFF;
 }
 
 # The WAL from the durable position gone: after a crash, pmhash.durable

@@ -186,7 +186,7 @@ EOS
 		is($still, '1', "$name: the server stops while the rebuild runs");
 		unlike(slurp_file($primary->logfile, $rebuild_log), qr/pmhash index "rb_k" was rebuilt/,
 			"$name: the rebuild had not finished");
-		like($records, $after eq 'spill' ? qr/^$/ : qr/^CREATE:1 REBUILD:\d+$/,
+		like($records, $after eq 'spill' ? qr/^$/ : qr/^CREATE:1 MAP:1 REBUILD:\d+$/,
 			"$name: the WAL holds the records of that stage and no BUILT record");
 
 		my $offset = log_offset($primary);

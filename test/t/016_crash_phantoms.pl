@@ -136,7 +136,7 @@ EOS
 
 	# VACUUM removes the phantoms; a crash right after it replays that
 	# removal, which must spare the entries of the rows now at those TIDs
-	$node->safe_psql('postgres', "VACUUM (INDEX_CLEANUP ON) ph");
+	$node->safe_psql('postgres', "$VACUUM ph");
 	check_after($node, "$label, after VACUUM");
 	$node->stop('immediate');
 	start_node($node);
@@ -189,7 +189,7 @@ EOS
 			"SET enable_seqscan = off; SET $off; SELECT count(*) FROM pe WHERE k = 120");
 		is("$out$err", '0', "$label: $name scan of a lost row's key");
 	}
-	$node->safe_psql('postgres', "VACUUM (INDEX_CLEANUP ON) pe");
+	$node->safe_psql('postgres', "$VACUUM pe");
 	is($node->safe_psql('postgres', "SELECT pmhash_verify('pe_k') = (SELECT count(*) FROM pe)"),
 		't', "$label: after VACUUM, pmhash_verify counts the rows");
 	$node->stop;

@@ -23,7 +23,7 @@ our @EXPORT = qw(
   files_sql file_sql index_path all_index_files db_files file_mode
   make_table compare_with_seqscan reindex_and_check
   mark check_alive check_whole_logs
-  read_bytes write_bytes change_byte find_segment
+  read_bytes write_bytes change_byte find_segment crc32c
   start_session session_sql session_ok
   change_t check_t
 );
@@ -259,6 +259,19 @@ sub change_byte
 	my ($path, $offset, $change) = @_;
 	my $old = ord read_bytes($path, $offset, 1);
 	write_bytes($path, $offset, chr($change->($old) & 0xFF));
+}
+
+# CRC-32C, as PostgreSQL and pmhash compute it.
+sub crc32c
+{
+	my ($data) = @_;
+	my $crc = 0xFFFFFFFF;
+	for my $byte (unpack 'C*', $data)
+	{
+		$crc ^= $byte;
+		$crc = ($crc & 1) ? (($crc >> 1) ^ 0x82F63B78) : ($crc >> 1) for 1 .. 8;
+	}
+	return $crc ^ 0xFFFFFFFF;
 }
 
 # Find a published segment in a file (one with posting blocks if asked):

@@ -352,19 +352,18 @@ run_lookups(Job *job, BenchWorker *w)
 			Probe		probes[LOOKUP_BATCH];
 			void	   *args[LOOKUP_BATCH];
 			PmhStatus	status[LOOKUP_BATCH];
-			uint64_t	desc[LOOKUP_BATCH];
-			uint32_t	nposting[LOOKUP_BATCH];
-			uint32_t	shard[LOOKUP_BATCH];
+			PmhPublication pub[LOOKUP_BATCH];
+			uint32_t	slot[LOOKUP_BATCH];
 
 			for (int k = 0; k < n; k++)
 			{
 				h[k] = hash32(job->keys[j + k]);
-				shard[k] = bench_mirror_read(w, h[k], &desc[k], &nposting[k]);
+				slot[k] = bench_mirror_read(w, h[k], &pub[k]);
 				probes[k].want = job->idx ? tid_of(job->idx[j + k]) : none;
 				probes[k].found = probes[k].ntids = 0;
 				args[k] = &probes[k];
 			}
-			pmh_table_segments(&w->table, shard, desc, nposting, n, seg);
+			pmh_table_segments(&w->table, slot, pub, n, seg);
 			pmh_lookup_batch(seg, h, n, probe_sink, args, status);
 			for (int k = 0; k < n; k++)
 			{

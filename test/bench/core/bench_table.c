@@ -112,11 +112,11 @@ ops_free_space(void *arg, uint64_t unit, uint64_t units)
 
 /* Table callback: show a new segment to readers. */
 static void
-ops_publish(void *arg, uint32_t shard, uint64_t desc, uint32_t nposting)
+ops_publish(void *arg, uint32_t slot, const PmhPublication *pub)
 {
 	BenchFile  *bf = arg;
 
-	pmh_mirror_publish(&bf->mirror[shard], desc, nposting);
+	pmh_mirror_publish(&bf->mirror[slot], pub);
 }
 
 /* Table callback: the mapping. */
@@ -166,7 +166,7 @@ bench_file_open(const char *path, uint64_t bytes, int prefault)
 	}
 	pthread_mutex_init(&bf->alloc_lock, NULL);
 	bf->ops = (PmhTableOps) {ops_alloc_memory, ops_free_memory, ops_alloc_space,
-		ops_free_space, ops_publish, ops_base, ops_mapped_units, NULL, bf};
+		ops_free_space, ops_publish, NULL, NULL, NULL, ops_base, ops_mapped_units, NULL, NULL, bf};
 	return bf;
 }
 
@@ -190,6 +190,8 @@ bench_file_reset(BenchFile *bf, uint32_t shard_bits)
 	free(bf->extents);
 	bf->shard_bits = shard_bits;
 	bf->mirror = calloc(nshards, sizeof(PmhShardMirror));
+	for (uint32_t s = 0; s < nshards; s++)
+		pmh_mirror_publish(&bf->mirror[s], &(PmhPublication) {0, 0, shard_bits});
 	bf->shards = aligned_alloc(64, nshards * sizeof(BenchShard));
 	memset(bf->shards, 0, nshards * sizeof(BenchShard));
 	for (uint32_t s = 0; s < nshards; s++)
@@ -318,7 +320,6 @@ bench_worker_init(BenchWorker *w, BenchFile *bf, BenchDurability durability)
 	w->table.persist = &w->persist;
 	w->table.shard_bits = bf->shard_bits;
 	w->table.file_generation = BENCH_GENERATION;
-	w->table.desc_unit = PMH_HEADER_UNITS;
 	w->table.checksums = 0;
 }
 
@@ -337,8 +338,8 @@ PmhStatus
 bench_insert(BenchWorker *w, uint32_t hash, PmhTid tid, uint64_t lsn)
 {
 	BenchFile  *bf = w->file;
-	uint32_t	shard = pmh_shard_of(hash, bf->shard_bits);
-	BenchShard *sh = &bf->shards[shard];
+	uint32_t	slot = pmh_slot_of(hash, bf->shard_bits);
+	BenchShard *sh = &bf->shards[slot];
 	PmhSegment	seg;
 	PmhStatus	st;
 
@@ -359,7 +360,7 @@ bench_verify(BenchFile *bf, uint64_t *live)
 	static char msg[256];
 	uint32_t	nshards = UINT32_C(1) << bf->shard_bits;
 	const char *err;
-	PmhTable	t = {&bf->ops, NULL, bf->shard_bits, BENCH_GENERATION, PMH_HEADER_UNITS, 0};
+	PmhTable	t = {&bf->ops, NULL, bf->shard_bits, BENCH_GENERATION, 0};
 
 	*live = 0;
 	err = pmh_header_check((const PmhFileHeader *) bf->base, bf->units);
@@ -367,7 +368,8 @@ bench_verify(BenchFile *bf, uint64_t *live)
 		return err;
 	for (uint32_t s = 0; s < nshards; s++)
 	{
-		uint64_t	desc = bf->mirror[s].desc;
+		PmhPublication pub;
+		uint64_t	desc = pmh_mirror_read(&bf->mirror[s], &pub) ? pub.desc : UINT64_MAX;
 		uint64_t   *dir = (uint64_t *) (bf->base + PMH_HEADER_UNITS * PMH_UNIT_SIZE);
 		PmhSegment	seg;
 		PmhCounts	counts;
@@ -382,8 +384,7 @@ bench_verify(BenchFile *bf, uint64_t *live)
 		}
 		if (desc == 0)
 			continue;
-		pmh_table_segment(&t, s, desc, (uint32_t) (bf->mirror[s].extent >> PMH_DESC_UNIT_BITS),
-						  &seg);
+		pmh_table_segment(&t, s, &pub, &seg);
 		pmh_segment_count(&seg, &counts);
 		if (counts.entries != bf->shards[s].counts.entries ||
 			counts.slots != bf->shards[s].counts.slots)

@@ -87,17 +87,17 @@ extern PmhStatus bench_insert(BenchWorker *w, uint32_t hash, PmhTid tid, uint64_
 extern const char *bench_verify(BenchFile *bf, uint64_t *live);
 
 /*
- * The shard of hash and what its mirror entry says, as a lock-free reader
- * sees it (desc 0: empty); waits out a publication under way.
+ * The slot of hash's shard and what its mirror entry says, as a lock-free
+ * reader sees it (desc 0: empty); waits out a publication under way.
  */
 static inline uint32_t
-bench_mirror_read(const BenchWorker *w, uint32_t hash, uint64_t *desc, uint32_t *nposting)
+bench_mirror_read(const BenchWorker *w, uint32_t hash, PmhPublication *pub)
 {
-	uint32_t	shard = pmh_shard_of(hash, w->table.shard_bits);
+	uint32_t	slot = pmh_slot_of(hash, w->table.shard_bits);
 
-	while (!pmh_mirror_read(&w->file->mirror[shard], desc, nposting))
+	while (!pmh_mirror_read(&w->file->mirror[slot], pub))
 		;
-	return shard;
+	return slot;
 }
 
 /*
@@ -107,12 +107,11 @@ bench_mirror_read(const BenchWorker *w, uint32_t hash, uint64_t *desc, uint32_t 
 static inline int
 bench_segment(const BenchWorker *w, uint32_t hash, PmhSegment *seg)
 {
-	uint64_t	desc;
-	uint32_t	nposting;
-	uint32_t	shard = bench_mirror_read(w, hash, &desc, &nposting);
+	PmhPublication pub;
+	uint32_t	slot = bench_mirror_read(w, hash, &pub);
 
-	pmh_table_segment(&w->table, shard, desc, nposting, seg);
-	return desc != 0;
+	pmh_table_segment(&w->table, slot, &pub, seg);
+	return pub.desc != 0;
 }
 
 /*
