@@ -44,6 +44,7 @@ OBJS = \
 	src/pmvalidate.o \
 	src/pmxact.o \
 	src/pmxlog.o \
+	src/pmxlogdesc.o \
 	src/core/pmh_alloc.o \
 	src/core/pmh_checksum.o \
 	src/core/pmh_codec.o \

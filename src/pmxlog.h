@@ -17,6 +17,7 @@
 #define PMXLOG_H
 
 #include "access/xlogdefs.h"
+#include "lib/stringinfo.h"
 #include "storage/itemptr.h"
 #include "pmcompat.h"
 
@@ -143,5 +144,10 @@ typedef struct xl_pmhash_built
 {
 	RelFileLocator node;
 } xl_pmhash_built;
+
+/* pmxlogdesc.c */
+struct XLogReaderState;
+extern void pmhash_desc(StringInfo buf, struct XLogReaderState *record);
+extern const char *pmhash_identify(uint8 info);
 
 #endif							/* PMXLOG_H */
