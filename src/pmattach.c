@@ -198,11 +198,11 @@ static void
 attach_visit(void *arg, uint32 shard, const PmhPublication *pub, const PmhCounts *counts,
 			 int broken)
 {
-	PmhashShare    *share = arg;
+	PmhashShardState *state = pmhash_shard_state((PmhashShare *) arg, shard);
 
-	pmh_mirror_publish(&pmhash_shard_state(share, shard)->mirror, pub);
-	pmhash_shard_state(share, shard)->counts = *counts;
-	pmhash_shard_state(share, shard)->broken = broken != 0;
+	pmh_mirror_publish(&state->mirror, pub);
+	state->counts = *counts;
+	state->broken = broken != 0;
 }
 
 /*

@@ -208,21 +208,23 @@ split_shard(Relation index, PmhashLocal *ix, uint64 map)
 	PmhCounts	counts[2];
 	PmhSegment	seg;
 	PmhStatus	st = PMH_FULL;
+	PmhashShardState *state;
 
 	if (!pmhash_share_make_room(ix->share, high))
 		return false;
+	state = pmhash_shard_state(ix->share, low);
 	pmhash_lock_shard_pair(ix->share, low, high);
-	if (pg_atomic_read_u64(&ix->share->shard_map) == map && !pmhash_shard_state(ix->share, low)->broken)
+	if (pg_atomic_read_u64(&ix->share->shard_map) == map && !state->broken)
 	{
 		pmhash_shard_segment(ix, low, &seg);
 		st = pmh_table_split(&ix->table, &seg, map, ix->logged ? GetXLogInsertRecPtr() : 0,
 							 &counts[0], &counts[1]);
 		if (st == PMH_OK)
 		{
-			pmhash_shard_state(ix->share, low)->counts = counts[0];
+			state->counts = counts[0];
 			pmhash_shard_state(ix->share, high)->counts = counts[1];
 			/* entries left the slot: what scans noted of it is stale */
-			pmhash_shard_state(ix->share, low)->removals++;
+			state->removals++;
 		}
 	}
 	pmhash_unlock_shard_pair(ix->share, low, high);
