@@ -334,8 +334,13 @@ pmhash_sync_dirty(PmhashLocal *ix)
 
 /*
  * Backend exit: make durable the files whose changes commits of this
- * backend left to the syncer, unless it already did.  At a clean shutdown
- * the syncer may stop first, and no recovery would replay those changes.
+ * backend left to the syncer, unless it already did or will make a further
+ * round (its defer floor is still set; it clears the floor before its last
+ * round).  At a clean shutdown the syncer may stop first, and no recovery
+ * would replay those changes.  A backend exits at the end of every
+ * connection, and one fsync writes back every page of the file that any
+ * backend dirtied: syncing at each exit would put a whole-file writeback
+ * in front of other commits' WAL flushes at every disconnection.
  */
 static void
 sync_left_at_exit(int code pg_attribute_unused(), Datum arg pg_attribute_unused())
@@ -344,6 +349,10 @@ sync_left_at_exit(int code pg_attribute_unused(), Datum arg pg_attribute_unused(
 	PmhashLocal   *ix;
 
 	if (local_indexes == NULL || pmhash_durable_position() >= left_upto)
+		return;
+	/* this backend flagged its files before reading the floor */
+	pg_memory_barrier();
+	if (pmhash_defer_floor() != InvalidXLogRecPtr)
 		return;
 	hash_seq_init(&status, local_indexes);
 	while ((ix = hash_seq_search(&status)) != NULL)

@@ -31,8 +31,11 @@
  * kind of checkpoint is in src/README, The syncer.
  * When the slot cannot exist (wal_level minimal, no free slot) the syncer
  * says so in the log and exits, and commits keep syncing.  At shutdown the
- * syncer makes a last round; backends still committing after it sync what
- * they left when they exit (pmmap.c), before the shutdown checkpoint.
+ * syncer sets the floor back to 0 and makes a last round: commits after
+ * that sync their own.  A backend that exits while the floor is set leaves
+ * its changes to the syncer's next round; one that exits when it is 0 (the
+ * syncer stopped, by its last round or an error) syncs what it left
+ * (pmmap.c), before any shutdown checkpoint.
  * A checkpoint that finds the slot beyond max_slot_wal_keep_size
  * terminates the syncer to invalidate it, and an administrator may
  * terminate it too: after that last round it exits with status 1, so the
@@ -184,6 +187,17 @@ sync_round(bool always_publish)
 	return position;
 }
 
+/*
+ * Exit of the syncer, by its last round or by an error: commits sync their
+ * own changes until the next syncer's first round, and exiting backends
+ * sync what they left (pmmap.c).
+ */
+static void
+stop_deferring(int code pg_attribute_unused(), Datum arg pg_attribute_unused())
+{
+	pmhash_set_defer_floor(InvalidXLogRecPtr);
+}
+
 /* The syncer's main loop. */
 void
 pmhash_syncer_main(Datum arg pg_attribute_unused())
@@ -196,6 +210,7 @@ pmhash_syncer_main(Datum arg pg_attribute_unused())
 
 	if (!acquire_slot())
 		proc_exit(0);			/* not restarted: commits keep syncing */
+	before_shmem_exit(stop_deferring, 0);
 	/* a syncer before this one may have left changes unsynced: a full round */
 	floor = sync_round(true);
 	pmhash_set_defer_floor(floor);
@@ -212,9 +227,14 @@ pmhash_syncer_main(Datum arg pg_attribute_unused())
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
 		}
-		sync_round(false);
-		/* status 1: started again, unless the postmaster is shutting down */
 		if (ShutdownRequestPending)
+		{
+			/* commits from now on sync their own; this round covers the rest */
+			pmhash_set_defer_floor(InvalidXLogRecPtr);
+			sync_round(false);
+			/* status 1: started again, unless the postmaster is shutting down */
 			proc_exit(1);
+		}
+		sync_round(false);
 	}
 }
