@@ -29,7 +29,9 @@
 # buffers, also those whose TIDs the workload reused).  The simulations must
 # have taken away unsynced pages, and recoveries on replica must have
 # replayed records from the durable position.  Last, a fast shutdown under
-# the load and an OS crash after it: no recovery, and exact results.  Two
+# the load and an OS crash after it: no recovery, and exact results; and a
+# commit after the syncer, terminated, made its last round, then a fast
+# shutdown before it is started again, and an OS crash.  Two
 # crashes of replica right after a CHECKPOINT also lose pmhash.durable
 # (removed, then overwritten with random bytes): recovery must replay from
 # the position of the syncer's replication slot instead; and if the WAL
@@ -219,6 +221,35 @@ cmp_ok($replayed, '>', 0,
 		'fast shutdown: no crash recovery');
 	check_node($node, 'fast shutdown', 1);
 	check_log($node, $offset, 'fast shutdown');
+}
+
+# A commit after the syncer's last round.  The syncer, terminated (as an
+# administrator or max_slot_wal_keep_size does), makes a last round and
+# exits; a fast shutdown within the 5 s before the postmaster starts it
+# again leaves no syncer to make another.  A commit in between must sync
+# its own changes (the syncer cleared the defer floor), and the exit of its
+# backend must not leave them to a syncer either; then an OS crash.
+{
+	my $node = $nodes{replica};
+	my $offset = log_offset($node);
+	my $syncer = q{SELECT active_pid FROM pg_replication_slots WHERE slot_name = 'pmhash_durable'};
+	my $pid = $node->safe_psql('postgres', $syncer);
+	like($pid, qr/^\d+$/, 'syncer stopped: the syncer holds its slot');
+	my $stopped = Time::HiRes::time();
+	kill 'TERM', $pid;
+	ok(wait_until(4, sub { $node->safe_psql('postgres', $syncer) eq '' }),
+		'syncer stopped: the terminated syncer released its slot');
+	$node->safe_psql('postgres',
+		'INSERT INTO rt (k, t) SELECT rt_key(), rt_t(rt_key()) FROM generate_series(1, 500)');
+	$node->stop('fast');
+	my $seconds = Time::HiRes::time() - $stopped;
+	my $log = slurp_file($node->logfile, $offset);
+	unlike($log, qr/commits leave the sync of index changes on ordinary files to the syncer/,
+		sprintf('syncer stopped: no syncer started again before the shutdown (%.1f s)', $seconds));
+	my $what = os_crash($node, 'fast');
+	note "syncer stopped, then a commit and a fast shutdown: $what";
+	check_node($node, 'commit after the syncer stopped', 1);
+	check_log($node, $offset, 'commit after the syncer stopped');
 }
 
 # The WAL from the durable position gone: after a crash, pmhash.durable
