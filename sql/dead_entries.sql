@@ -73,3 +73,77 @@ SELECT entries FROM pmhash_stats('de_k');
 SELECT count(*) FROM de;
 RESET ALL;
 DROP TABLE de;
+
+-- A split makes what the scans noted of its slot stale.  An index of 512
+-- shards holds just under 2,048 entries a shard; eight keys of slot 0,
+-- the first to split, have 250 dead rows each and, last in TID order, a
+-- live one: k0-k3 stay in slot 0 when it splits, k4-k7 move to slot 512
+-- (the top 9 bits of their hash codes are 0, the next one 0 or 1).  A
+-- cursor per key fetches its live row, having passed (and noted) the dead
+-- ones.  One cursor goes on past its last TID before the split and removes
+-- its key's 250 entries; the others go on after it and remove nothing, in
+-- either slot.  VACUUM removes the rest.
+CREATE TABLE ds (k int8) WITH (autovacuum_enabled = off);
+CREATE INDEX ds_k ON ds USING pmhash (k) WITH (shards = 512);
+CREATE TEMP TABLE ds_keys AS
+	(SELECT k FROM generate_series(1, 100000) k
+	 WHERE hashint8(k) BETWEEN 0 AND 4194303 ORDER BY k LIMIT 4)
+	UNION ALL
+	(SELECT k FROM generate_series(1, 100000) k
+	 WHERE hashint8(k) BETWEEN 4194304 AND 8388607 ORDER BY k LIMIT 4);
+SELECT (array_agg(k ORDER BY hashint8(k) >= 4194304, k))[1] AS k0,
+	(array_agg(k ORDER BY hashint8(k) >= 4194304, k))[2] AS k1,
+	(array_agg(k ORDER BY hashint8(k) >= 4194304, k))[3] AS k2,
+	(array_agg(k ORDER BY hashint8(k) >= 4194304, k))[4] AS k3,
+	(array_agg(k ORDER BY hashint8(k) >= 4194304, k))[5] AS k4,
+	(array_agg(k ORDER BY hashint8(k) >= 4194304, k))[6] AS k5,
+	(array_agg(k ORDER BY hashint8(k) >= 4194304, k))[7] AS k6,
+	(array_agg(k ORDER BY hashint8(k) >= 4194304, k))[8] AS k7
+	FROM ds_keys \gset
+INSERT INTO ds SELECT 1000000 + g FROM generate_series(1, 1040000) g;
+INSERT INTO ds SELECT k FROM ds_keys, generate_series(1, 250);
+DELETE FROM ds WHERE k < 1000000;
+INSERT INTO ds SELECT k FROM ds_keys;
+SET enable_seqscan = off;
+SET enable_bitmapscan = off;
+BEGIN;
+DECLARE c0 CURSOR FOR SELECT k FROM ds WHERE k = :k0;
+DECLARE c1 CURSOR FOR SELECT k FROM ds WHERE k = :k1;
+DECLARE c2 CURSOR FOR SELECT k FROM ds WHERE k = :k2;
+DECLARE c3 CURSOR FOR SELECT k FROM ds WHERE k = :k3;
+DECLARE c4 CURSOR FOR SELECT k FROM ds WHERE k = :k4;
+DECLARE c5 CURSOR FOR SELECT k FROM ds WHERE k = :k5;
+DECLARE c6 CURSOR FOR SELECT k FROM ds WHERE k = :k6;
+DECLARE c7 CURSOR FOR SELECT k FROM ds WHERE k = :k7;
+FETCH 1 FROM c0;
+FETCH 1 FROM c1;
+FETCH 1 FROM c2;
+FETCH 1 FROM c3;
+FETCH 1 FROM c4;
+FETCH 1 FROM c5;
+FETCH 1 FROM c6;
+FETCH 1 FROM c7;
+SELECT shards, entries FROM pmhash_stats('ds_k');
+FETCH NEXT FROM c0;
+SELECT shards, entries FROM pmhash_stats('ds_k');
+-- past 2,048 entries a shard: slot 0 splits first
+INSERT INTO ds SELECT 3000000 + g FROM generate_series(1, 20000) g;
+SELECT shards > 512 AS split, entries FROM pmhash_stats('ds_k');
+FETCH NEXT FROM c1;
+FETCH NEXT FROM c2;
+FETCH NEXT FROM c3;
+FETCH NEXT FROM c4;
+FETCH NEXT FROM c5;
+FETCH NEXT FROM c6;
+FETCH NEXT FROM c7;
+COMMIT;
+SELECT entries FROM pmhash_stats('ds_k');
+RESET ALL;
+VACUUM (FREEZE, INDEX_CLEANUP ON) ds;
+SELECT entries, pmhash_verify('ds_k') FROM pmhash_stats('ds_k');
+SELECT count(*) FROM ds;
+SET enable_seqscan = off;
+SET enable_bitmapscan = off;
+SELECT count(*) FROM ds WHERE k IN (SELECT k FROM ds_keys);
+RESET ALL;
+DROP TABLE ds;

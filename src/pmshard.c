@@ -223,8 +223,14 @@ split_shard(Relation index, PmhashLocal *ix, uint64 map)
 		{
 			state->counts = counts[0];
 			pmhash_shard_state(ix->share, high)->counts = counts[1];
-			/* entries left the slot: what scans noted of it is stale */
+			/*
+			 * Entries left the slot: what scans noted of it is stale.  A
+			 * note is compared with the count of the slot its code maps to
+			 * when the scan ends, the new one for the entries that moved:
+			 * its count starts past every note taken of the old.
+			 */
 			state->removals++;
+			pmhash_shard_state(ix->share, high)->removals = state->removals;
 		}
 	}
 	pmhash_unlock_shard_pair(ix->share, low, high);
