@@ -23,7 +23,7 @@ cd "$(dirname "$0")/.."
 source test/lib/common.sh
 
 # the TAP files that run on 16 and 17 (every one runs on 15 and 18)
-VERSION_TAP_SUBSET="002 003 004 005 009 011 016 018 019 020 021 022"
+VERSION_TAP_SUBSET="002 003 004 005 009 011 016 018 019 020 021 022 024"
 WORK=$(mktemp -d /tmp/pmhash-tests-XXXXXX)
 chmod 755 "$WORK"
 PASSED=0
@@ -153,8 +153,9 @@ run_suite versions bash test/versions-regress.sh 16 17 18
 # on 16 and 17 those of crash recovery, standbys, PITR, pg_upgrade,
 # databases and templates, logical replication, phantoms of a crash in
 # partial indexes (whose plans 16 and later filter less), the operations of issue 74
-# (template copies, restarts, the fallback, rebuilds on use) and the
-# syncer's slot
+# (template copies, restarts, the fallback, rebuilds on use), the
+# syncer's slot and shards that split (their replay, restarts, the WAL
+# record bound)
 run_suite versions-tap-18 env PMHASH_VERSION_TAP_SKIP=013 bash test/versions-tap.sh 18
 run_suite versions-tap-16-17 env PMHASH_VERSION_TAP="$VERSION_TAP_SUBSET" bash test/versions-tap.sh 16 17
 
