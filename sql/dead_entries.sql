@@ -91,15 +91,10 @@ CREATE TEMP TABLE ds_keys AS
 	UNION ALL
 	(SELECT k FROM generate_series(1, 100000) k
 	 WHERE hashint8(k) BETWEEN 4194304 AND 8388607 ORDER BY k LIMIT 4);
-SELECT (array_agg(k ORDER BY hashint8(k) >= 4194304, k))[1] AS k0,
-	(array_agg(k ORDER BY hashint8(k) >= 4194304, k))[2] AS k1,
-	(array_agg(k ORDER BY hashint8(k) >= 4194304, k))[3] AS k2,
-	(array_agg(k ORDER BY hashint8(k) >= 4194304, k))[4] AS k3,
-	(array_agg(k ORDER BY hashint8(k) >= 4194304, k))[5] AS k4,
-	(array_agg(k ORDER BY hashint8(k) >= 4194304, k))[6] AS k5,
-	(array_agg(k ORDER BY hashint8(k) >= 4194304, k))[7] AS k6,
-	(array_agg(k ORDER BY hashint8(k) >= 4194304, k))[8] AS k7
-	FROM ds_keys \gset
+-- k0-k3 stay, k4-k7 move
+SELECT a[1] AS k0, a[2] AS k1, a[3] AS k2, a[4] AS k3,
+	a[5] AS k4, a[6] AS k5, a[7] AS k6, a[8] AS k7
+	FROM (SELECT array_agg(k ORDER BY hashint8(k) >= 4194304, k) AS a FROM ds_keys) s \gset
 INSERT INTO ds SELECT 1000000 + g FROM generate_series(1, 1040000) g;
 INSERT INTO ds SELECT k FROM ds_keys, generate_series(1, 250);
 DELETE FROM ds WHERE k < 1000000;
