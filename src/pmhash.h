@@ -141,6 +141,7 @@ typedef struct PmhashShare
 	PmhashShardState *chunks[PMHASH_SHARD_CHUNKS];
 	PmhExtent	chunk_pool[PMHASH_SHARD_CHUNKS];	/* pool space of chunks 1 on */
 	PmhFreeMap	freemap;		/* file space; under the allocation lock */
+	PmhExtent	freemap_pool;	/* pool space of the free map's extents */
 	int			nretired;
 	PmhashRetired	retired[PMHASH_MAX_RETIRED];
 	int			alloc_lock;		/* index into the lock array */

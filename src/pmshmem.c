@@ -47,7 +47,8 @@
 #define FILE_LOCK			1
 #define POOL_LOCK			2
 #define FIRST_ALLOC_LOCK	3
-#define POOL_EXTENTS		(pmhash_max_indexes * PMHASH_SHARD_CHUNKS + 1)
+/* a share's pool space: its chunks of shard states and its free map */
+#define POOL_EXTENTS		(pmhash_max_indexes * (PMHASH_SHARD_CHUNKS + 1) + 1)
 
 typedef struct PmhShared
 {
@@ -77,12 +78,16 @@ static char *pool;
 static LWLockPadded *locks;
 static int	enter_depth = 0;
 
-/* Bytes of the shared pool. */
+/*
+ * Bytes of the shared pool: per shard its state and free-map room for two
+ * extents (the map's copy when it grows, pmhash_share_reserve, needs the
+ * old and the new array at once), per index the spare extents of both.
+ */
 static Size
 pool_size(void)
 {
-	return mul_size(pmhash_max_shards, sizeof(PmhashShardState) + sizeof(PmhExtent)) +
-		mul_size(pmhash_max_indexes, (SPARE_EXTENTS + 2) * sizeof(PmhExtent) + POOL_UNIT);
+	return mul_size(pmhash_max_shards, sizeof(PmhashShardState) + 2 * sizeof(PmhExtent)) +
+		mul_size(pmhash_max_indexes, (2 * SPARE_EXTENTS + 2) * sizeof(PmhExtent) + 2 * POOL_UNIT);
 }
 
 /* Number of PGPROC entries, each with an announcement cell. */
@@ -401,6 +406,10 @@ pmhash_share_release(PmhashShare *share)
 		share->chunk_pool[k] = (PmhExtent) {0, 0};
 		share->chunks[k] = NULL;
 	}
+	if (share->freemap_pool.unit != 0)
+		pool_free(share->freemap_pool.unit, share->freemap_pool.count);
+	share->freemap_pool = (PmhExtent) {0, 0};
+	pmh_freemap_init(&share->freemap, NULL, 0);
 	share->nretired = 0;
 	pg_atomic_write_u64(&shared->forget_counter,
 						pg_atomic_read_u64(&shared->forget_counter) + 1);
@@ -449,14 +458,10 @@ share_free(void)
 	return NULL;
 }
 
-/* Pool units for a share of a file built with 2^shard_bits shards (and room for its splits). */
+/* Pool units of n bytes. */
 static uint64
-share_pool_units(uint32 shard_bits)
+pool_units_of(Size bytes)
 {
-	uint64		nshards = pmh_slot_room(shard_bits);
-	Size		bytes = nshards * sizeof(PmhashShardState) +
-		(nshards + SPARE_EXTENTS) * sizeof(PmhExtent);
-
 	return (bytes + POOL_UNIT - 1) / POOL_UNIT;
 }
 
@@ -474,9 +479,41 @@ init_states(PmhashShardState *states, uint32 count, uint32 depth)
 }
 
 /*
+ * Give a share's free map room for capacity extents (pool lock held): a
+ * bigger array from the pool, the map copied into it under the allocation
+ * lock, the old array freed.  False if the pool has no room.
+ */
+static bool
+grow_freemap(PmhashShare *share, uint32 capacity)
+{
+	uint64		units = pool_units_of(capacity * sizeof(PmhExtent));
+	uint64		unit;
+	PmhExtent	old = share->freemap_pool;
+	PmhFreeMap *map = &share->freemap;
+
+	if (map->capacity >= capacity)
+		return true;
+	if ((unit = pmh_freemap_alloc(&shared->pool_map, units)) == 0)
+		return false;
+	LWLockAcquire(pmhash_alloc_lock(share), LW_EXCLUSIVE);
+	if (map->count > 0)
+		memcpy(pool + unit * POOL_UNIT, map->extents, map->count * sizeof(PmhExtent));
+	map->extents = (PmhExtent *) (pool + unit * POOL_UNIT);
+	map->capacity = capacity;
+	share->freemap_pool = (PmhExtent) {unit, units};
+	LWLockRelease(pmhash_alloc_lock(share));
+	if (old.unit != 0)
+		pmh_freemap_release(&shared->pool_map, old.unit, old.count);
+	return true;
+}
+
+/*
  * Make sure a share has the shard states of slots below nslots, taking pool
  * space for the chunks missing (under the pool lock, so that backends
- * making room for the same chunk take it once).  False if the pool has no
+ * making room for the same chunk take it once), and a free map with room
+ * for an extent per slot of its chunks: free extents lie between segments,
+ * so the map never fills up and no freed space is lost.  The map grows
+ * first, so that every chunk has its room in it.  False if the pool has no
  * room for one.  A chunk is complete before readers can see it, and they
  * look only at slots a map they read has.
  */
@@ -484,12 +521,20 @@ bool
 pmhash_share_reserve(PmhashShare *share, uint32 nslots)
 {
 	bool		ok = true;
+	uint32		room = UINT32_C(2) << share->shard_bits;
 
+	while (room < nslots && room < PMHASH_MAX_SHARDS)
+		room <<= 1;
 	LWLockAcquire(pool_lock(), LW_EXCLUSIVE);
+	if (!grow_freemap(share, room + SPARE_EXTENTS))
+	{
+		LWLockRelease(pool_lock());
+		return false;
+	}
 	for (uint32 k = 1; k < PMHASH_SHARD_CHUNKS && share->shard_bits + k < 32; k++)
 	{
 		uint32		first = UINT32_C(1) << (share->shard_bits + k);
-		uint64		units = ((uint64) first * sizeof(PmhashShardState) + POOL_UNIT - 1) / POOL_UNIT;
+		uint64		units = pool_units_of((Size) first * sizeof(PmhashShardState));
 		uint64		unit;
 
 		if (first >= nslots)
@@ -534,8 +579,8 @@ pmhash_share_make_room(PmhashShare *share, uint32 slot)
 PmhashShare *
 pmhash_share_assign(const PmhashFileKey *key, uint32 shard_bits, uint32 nslots)
 {
-	uint64		units = share_pool_units(shard_bits);
 	uint64		nshards = pmh_slot_room(shard_bits);
+	uint64		units = pool_units_of(nshards * sizeof(PmhashShardState));
 	PmhashShare    *share;
 	uint64		unit;
 
@@ -566,9 +611,8 @@ pmhash_share_assign(const PmhashFileKey *key, uint32 shard_bits, uint32 nslots)
 	memset(share->chunk_pool, 0, sizeof(share->chunk_pool));
 	share->chunks[0] = (PmhashShardState *) (pool + unit * POOL_UNIT);
 	init_states(share->chunks[0], (uint32) nshards, shard_bits);
-	pmh_freemap_init(&share->freemap,
-					 (PmhExtent *) (pool + unit * POOL_UNIT + nshards * sizeof(PmhashShardState)),
-					 (uint32) (nshards + SPARE_EXTENTS));
+	share->freemap_pool = (PmhExtent) {0, 0};
+	pmh_freemap_init(&share->freemap, NULL, 0);
 	share->map_logged = false;
 	share->nretired = 0;
 	share->last_use = pg_atomic_fetch_add_u64(&shared->attach_clock, 1);

@@ -13,8 +13,9 @@
 # as the primary's, a sample of present and absent keys finds through the
 # index exactly the rows a seqscan finds, and pmhash_verify counts every
 # row.  The promoted standby goes on splitting.  The logs must show no
-# error and no crash.  Last, with no shared memory for more shard states,
-# splits stop and shards grow instead.
+# error and no crash.  An index grown to 8M rows keeps no space that is
+# neither in use nor free.  Last, with no shared memory for more shard
+# states, splits stop and shards grow instead.
 use strict;
 use warnings;
 
@@ -235,6 +236,39 @@ sub run_without_room
 	return;
 }
 
+# The file of an index that grew by splits from 512 to over 4,000 shards
+# holds little besides its segments: every unit is in a segment, the
+# descriptor array, the header or the free map (none lost because the free
+# map had no room for it), and the file is at most 1.35 times its
+# segments (growth adds an eighth of the file at a time).  The same after a restart, which rebuilds the free map.
+sub run_space
+{
+	$next_id = 1;
+	my $node = new_node('space', conf => "max_wal_size = 4GB\n");
+	start_node($node);
+	$node->safe_psql('postgres',
+		'CREATE EXTENSION pmhash; CREATE TABLE g (id int8, k int8); '
+		  . 'CREATE INDEX g_k ON g USING pmhash (k);');
+	load($node, 1000000) for 1 .. 8;
+	for my $when ('after growth', 'after a restart')
+	{
+		$node->restart if $when eq 'after a restart';
+		my ($nshards, $file, $free, $segments) = split /\|/, $node->safe_psql('postgres',
+			"SELECT shards, file_bytes, free_bytes, "
+			  . "(SELECT sum(segment_bytes) FROM pmhash_shards('g_k')) FROM pmhash_stats('g_k')");
+		cmp_ok($nshards, '>', 3500, "space, $when: the index split to $nshards shards");
+		cmp_ok($file - $free - $segments, '<', 1024 * 1024,
+			"space, $when: the file's bytes outside segments and the free map are under 1 MB ("
+			  . ($file - $free - $segments) . ")");
+		cmp_ok($file, '<=', 1.35 * $segments,
+			"space, $when: the file ($file bytes) is at most 1.35 times its segments ($segments)");
+	}
+	check_g($node, 'space', 1);
+	$node->stop;
+	return;
+}
+
 run_path($_) for qw(msync pmem);
+run_space();
 run_without_room();
 done_testing();
