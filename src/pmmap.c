@@ -27,7 +27,9 @@
 #include <unistd.h>
 
 #include "access/xlog.h"
+#include "miscadmin.h"
 #include "storage/ipc.h"
+#include "storage/pmsignal.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
@@ -288,6 +290,36 @@ msync_range(char *base, uint64 offset, uint64 len, const char *path)
 	pmhash_shadow_synced(path, base, offset, len);
 }
 
+/* Structural persistence steps this backend takes before it pauses; 0: none. */
+static int	steps_to_pause = 0;
+
+/*
+ * Pause after the given number of structural persistence steps from now,
+ * 0 for never (pmhash.split_pause_step, a testing aid).
+ */
+void
+pmhash_pause_after(int steps)
+{
+	steps_to_pause = steps;
+}
+
+/*
+ * Count a structural persistence step towards a pause, and at the step
+ * asked for, log it and wait, locks held, for the test to kill the process
+ * or stop the server (at most ten minutes; then carry on).
+ */
+void
+pmhash_count_step(void)
+{
+	if (steps_to_pause == 0 || --steps_to_pause > 0)
+		return;
+	ereport(LOG,
+			(errmsg("pmhash: process %d paused after persistence step %d (pmhash.split_pause_step)",
+					MyProcPid, pmhash_split_pause_step)));
+	for (int i = 0; i < 60000 && PostmasterIsAlive(); i++)
+		pg_usleep(10000L);
+}
+
 /*
  * Persist callback of durable files, for structural changes (a rebuilt
  * segment, its descriptor): on DAX flush and fence the range now.  On an
@@ -309,6 +341,7 @@ persist_structural(void *arg, const void *addr, size_t len)
 		record_dirty(arg, addr, len);
 	else
 		msync_range(ix->base, (uint64) ((const char *) addr - ix->base), len, ix->share->path);
+	pmhash_count_step();
 }
 
 /* Make the dirty ranges of one file durable: flush and fence, or msync. */

@@ -25,6 +25,7 @@ int			pmhash_max_indexes = 128;
 int			pmhash_max_shards = 131072;
 int			pmhash_shard_locks = 1024;
 bool		pmhash_os_crash_shadows = false;
+int			pmhash_split_pause_step = 0;
 int			pmhash_sync_interval = 30000;
 bool		pmhash_preloaded = false;
 
@@ -51,7 +52,7 @@ pmhash_define_settings(void)
 							NULL, NULL, NULL);
 	DefineCustomIntVariable("pmhash.max_shards",
 							"Number of index shards that shared memory can describe at once.",
-							"Each shard costs 88 bytes of shared memory; an open index takes room for twice the shards it was built with, and more as its shards split.",
+							"Each shard costs 104 bytes of shared memory; an open index takes room for twice the shards it was built with, and more as its shards split.",
 							&pmhash_max_shards,
 							131072, 1024, 16777216,
 							PGC_POSTMASTER,
@@ -84,6 +85,16 @@ pmhash_define_settings(void)
 							 PGC_POSTMASTER,
 							 GUC_NOT_IN_SAMPLE | GUC_SUPERUSER_ONLY,
 							 NULL, NULL, NULL);
+	DefineCustomIntVariable("pmhash.split_pause_step",
+							"Test only: a shard split of this session pauses after this many of its "
+							"persistence steps, until the process is killed or the server stops.",
+							"0 never pauses.  The steps: each structural flush and fence or msync "
+							"of the split, then its SPLIT record; see src/README, Splits.",
+							&pmhash_split_pause_step,
+							0, 0, 1000,
+							PGC_SUSET,
+							GUC_NOT_IN_SAMPLE,
+							NULL, NULL, NULL);
 	MarkGUCPrefixReserved("pmhash");
 }
 

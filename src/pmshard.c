@@ -195,6 +195,34 @@ pmhash_shard_entries(Relation index, PmhashLocal *ix, uint32 shard, PmhEntry **e
 }
 
 /*
+ * Split a shard in the table (pmh_table_split), pausing after the step
+ * pmhash.split_pause_step asks for: each structural persistence step of
+ * the split, then its SPLIT record, which is the last (not yet flushed).
+ */
+static PmhStatus
+split_pausing(PmhashLocal *ix, const PmhSegment *seg, uint64 map, PmhCounts *counts)
+{
+	PmhStatus	st;
+
+	pmhash_pause_after(pmhash_split_pause_step);
+	PG_TRY();
+	{
+		st = pmh_table_split(&ix->table, seg, map, ix->logged ? GetXLogInsertRecPtr() : 0,
+							 &counts[0], &counts[1]);
+	}
+	PG_CATCH();
+	{
+		pmhash_pause_after(0);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	if (st == PMH_OK)
+		pmhash_count_step();
+	pmhash_pause_after(0);
+	return st;
+}
+
+/*
  * Split the shard at the split pointer of the map read as map, holding the
  * locks of both of its slots (in stripe order), unless the map moved
  * meanwhile (another backend split it) or no room is left; its entries are
@@ -217,8 +245,7 @@ split_shard(Relation index, PmhashLocal *ix, uint64 map)
 	if (pg_atomic_read_u64(&ix->share->shard_map) == map && !state->broken)
 	{
 		pmhash_shard_segment(ix, low, &seg);
-		st = pmh_table_split(&ix->table, &seg, map, ix->logged ? GetXLogInsertRecPtr() : 0,
-							 &counts[0], &counts[1]);
+		st = split_pausing(ix, &seg, map, counts);
 		if (st == PMH_OK)
 		{
 			state->counts = counts[0];

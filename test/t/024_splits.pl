@@ -21,63 +21,13 @@ use warnings;
 
 use FindBin;
 use lib $FindBin::RealBin;
+use PmhashGrowth;
 use PmhashRecovery;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
 my $BATCH = 300000;
-my $next_id = 1;
-
-# Insert $rows rows with random keys into g.
-sub load
-{
-	my ($node, $rows) = @_;
-	$node->safe_psql('postgres',
-		"INSERT INTO g SELECT i, (random() * 1e15)::int8 FROM generate_series($next_id, "
-		  . ($next_id + $rows - 1) . ") i");
-	$next_id += $rows;
-	return;
-}
-
-# The number of shards of g_k.
-sub shards
-{
-	my ($node) = @_;
-	return $node->safe_psql('postgres', "SELECT count(*) FROM pmhash_shards('g_k')");
-}
-
-# Check g_k on a node: for a sample of about 2,000 present keys and 500
-# absent ones, the rows an index scan finds per key are those a hash join
-# over a seqscan finds; pmhash_verify counts every row (and, unless $exact,
-# the entries of rows that aborted transactions left, until a VACUUM).
-sub check_g
-{
-	my ($node, $name, $exact) = @_;
-	my $sample = 'SELECT k FROM g WHERE id % 997 = 0 UNION SELECT -i FROM generate_series(1, 500) i';
-	my $by_index = $node->safe_psql('postgres',
-		"SET enable_seqscan = off; SET enable_bitmapscan = off; "
-		  . "SELECT md5(string_agg(k || ':' || n, ' ' ORDER BY k)), sum(n) FROM "
-		  . "(SELECT s.k, (SELECT count(*) FROM g x WHERE x.k = s.k) AS n FROM ($sample) s) r");
-	my $by_seqscan = $node->safe_psql('postgres',
-		"SET enable_indexscan = off; SET enable_bitmapscan = off; "
-		  . "SELECT md5(string_agg(k || ':' || n, ' ' ORDER BY k)), sum(n) FROM "
-		  . "(SELECT s.k, count(g.k) AS n FROM ($sample) s LEFT JOIN g ON g.k = s.k GROUP BY s.k) r");
-	my (undef, $found) = split /\|/, $by_index;
-	is($by_index, $by_seqscan, "$name: index scans find what the seqscan finds ($found rows)");
-	cmp_ok($found, '>', 0, "$name: the sample's present keys were found");
-	my ($verified, $rows) = split /\|/,
-	  $node->safe_psql('postgres', "SELECT pmhash_verify('g_k'), (SELECT count(*) FROM g)");
-	if ($exact)
-	{
-		is($verified, $rows, "$name: pmhash_verify counts the $rows rows");
-	}
-	else
-	{
-		cmp_ok($verified, '>=', $rows, "$name: pmhash_verify counts at least the $rows rows");
-	}
-	return;
-}
 
 # Write skew of two serializable transactions whose reads and writes a
 # load that splits shards comes between: each reads an absent key through
@@ -128,21 +78,9 @@ sub serializable_across_splits
 sub run_path
 {
 	my ($path) = @_;
-	my %files = (dir => 'data', force => $path eq 'pmem' ? 1 : 0);
-	$next_id = 1;
-	my $primary = new_node("primary_$path", init => { allows_streaming => 1 }, %files,
-		conf => "max_wal_size = 4GB\nwal_keep_size = 4GB\n");
-	start_node($primary);
+	my ($primary, $standby) = growth_pair($path);
 	my $log_start = log_offset($primary);
-	$primary->safe_psql('postgres',
-		'CREATE EXTENSION pmhash; CREATE TABLE g (id int8, k int8); '
-		  . 'CREATE INDEX g_k ON g USING pmhash (k);');
 	is(shards($primary), '512', "$path: the index made on an empty table has 512 shards");
-
-	$primary->backup('before_load');
-	my $standby = new_node_from_backup("standby_$path", $primary, 'before_load', %files,
-		restore => { has_streaming => 1 });
-	start_node($standby);
 	my $standby_log = log_offset($standby);
 
 	# 1. growth that splits, cut short by a crash once it split
@@ -150,9 +88,7 @@ sub run_path
 	my $before = shards($primary);
 	my $bg = $primary->background_psql('postgres', on_error_stop => 0);
 	$bg->query_until(qr/started/,
-		"\\echo started\nINSERT INTO g SELECT i, (random() * 1e15)::int8 FROM generate_series("
-		  . "$next_id, " . ($next_id + 2 * $BATCH - 1) . ") i;\n");
-	$next_id += 2 * $BATCH;
+		"\\echo started\n" . load_sql(2 * $BATCH) . ";\n");
 	ok(wait_until(60, sub { shards($primary) > $before }),
 		"$path: the load splits shards before the crash");
 	$primary->stop('immediate');
@@ -216,13 +152,10 @@ sub run_path
 # instead.
 sub run_without_room
 {
-	$next_id = 1;
 	my $node = new_node('room', conf => "pmhash.max_shards = 1024\npmhash.max_indexes = 4\nmax_wal_size = 4GB\n");
 	start_node($node);
 	my $log_start = log_offset($node);
-	$node->safe_psql('postgres',
-		'CREATE EXTENSION pmhash; CREATE TABLE g (id int8, k int8); '
-		  . 'CREATE INDEX g_k ON g USING pmhash (k);');
+	create_g($node);
 	load($node, $BATCH) for 1 .. 8;
 	is(shards($node), '1024',
 		'without room for more shard states, splits stop at the 1,024 slots of the attach');
@@ -243,12 +176,9 @@ sub run_without_room
 # segments (growth adds an eighth of the file at a time).  The same after a restart, which rebuilds the free map.
 sub run_space
 {
-	$next_id = 1;
 	my $node = new_node('space', conf => "max_wal_size = 4GB\n");
 	start_node($node);
-	$node->safe_psql('postgres',
-		'CREATE EXTENSION pmhash; CREATE TABLE g (id int8, k int8); '
-		  . 'CREATE INDEX g_k ON g USING pmhash (k);');
+	create_g($node);
 	load($node, 1000000) for 1 .. 8;
 	for my $when ('after growth', 'after a restart')
 	{

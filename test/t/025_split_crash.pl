@@ -1,0 +1,140 @@
+# Crashes inside a shard split, at each of its persistence steps.
+#
+# An index made on an empty table grows just past 2,048 entries per shard,
+# so that the next inserts split shards.  A session sets
+# pmhash.split_pause_step = N and inserts: its first split pauses after its
+# N-th persistence step (each flush and fence or msync of the split, then
+# its SPLIT record, the last), holding its locks, and says so in the log.
+# The test then kills that backend with SIGKILL (the postmaster restarts
+# the cluster through crash recovery), or stops the server with an
+# immediate shutdown and starts it again, for N = 1, 2, ... until a split
+# no longer pauses (every step was crashed at).  After each crash the
+# index scans find what a seqscan finds for a sample of keys and
+# pmhash_verify passes.  The same at the split that ends a level, which
+# also moves the descriptor array.  At the end, after a VACUUM, results
+# are exact on the primary and on a streaming standby that replayed it all,
+# with as many shards.  On the msync path and on the persistent-memory path.
+use strict;
+use warnings;
+
+use FindBin;
+use lib $FindBin::RealBin;
+use PmhashGrowth;
+use PmhashRecovery;
+use File::Path qw(rmtree);
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+# Load $rows rows (enough for a split) in a session whose splits pause
+# after persistence step $step, and crash the node there the way $how
+# says: 'kill' (SIGKILL of the paused backend; the postmaster restarts the
+# cluster through crash recovery) or 'immediate' (an immediate shutdown,
+# then a start).  Returns whether the split paused, i.e. has that step.
+sub crash_at_step
+{
+	my ($node, $how, $name, $rows, $step) = @_;
+	$node->safe_psql('postgres', 'CHECKPOINT');    # short recoveries
+	my $offset = log_offset($node);
+	my $bg = $node->background_psql('postgres', on_error_stop => 0);
+	my $backend = $bg->query_safe('SELECT pg_backend_pid()');
+	$bg->query_until(qr/started/,
+		"SET pmhash.split_pause_step = $step;\n\\echo started\n" . load_sql($rows) . ";\n");
+	my $pid;
+	ok( wait_until(
+			60,
+			sub {
+				($pid) = slurp_file($node->logfile, $offset) =~
+				  /process ($backend) paused after persistence step $step\b/;
+				return 1 if defined $pid;
+				# the load ended without pausing: its splits have fewer steps
+				return $node->safe_psql('postgres',
+					"SELECT state = 'idle' AND query LIKE 'INSERT INTO g%' FROM pg_stat_activity "
+					  . "WHERE pid = $backend") eq 't';
+			}),
+		"$name: the load paused at step $step or ended");
+	if (!defined $pid)
+	{
+		$bg->quit;
+		return 0;
+	}
+	if ($how eq 'kill')
+	{
+		$offset = log_offset($node);
+		kill 'KILL', $pid;
+		wait_until(120,
+			sub { slurp_file($node->logfile, $offset) =~ /ready to accept connections/ })
+		  or die "$name: the server did not come back after the kill at step $step";
+	}
+	else
+	{
+		$node->stop('immediate');
+		start_node($node);
+	}
+	eval { $bg->quit };
+	check_g($node, "$name: after a crash at step $step");
+	return 1;
+}
+
+# The whole sequence on one path: 'msync' or 'pmem' (PMEM_IS_PMEM_FORCE=1).
+sub run_path
+{
+	my ($path) = @_;
+	my ($primary, $standby) = growth_pair($path);
+	my $log_start = log_offset($primary);
+	my $standby_log = log_offset($standby);
+
+	# an ordinary split: 512 shards * 2,048 entries, then a little more
+	load($primary, 1_060_000);
+	cmp_ok(shards($primary), '>', 512, "$path: the load split shards");
+	my %steps;
+	for my $how (qw(kill immediate))
+	{
+		my $step = 1;
+		$step++ while $step <= 30 && crash_at_step($primary, $how, "$path, $how", 20_000, $step);
+		$steps{$how} = $step - 1;
+	}
+	cmp_ok($steps{kill}, '>=', 5,
+		"$path: a split has at least five steps (two halves, two descriptors, the map; $steps{kill})");
+	is($steps{immediate}, $steps{kill}, "$path: both kinds of crash met as many steps");
+	$primary->safe_psql('postgres', $VACUUM . ' g');
+	check_g($primary, "$path: primary after VACUUM", 1);
+	$primary->wait_for_catchup($standby);
+	is(shards($standby), shards($primary), "$path: the standby has as many shards as the primary");
+	check_g($standby, "$path: standby", 1);
+	check_log($standby, $standby_log, "$path: standby");
+	$standby->stop;
+
+	# the split that ends level 9 (slot 511 splits into 1023 and the
+	# descriptor array moves): grow to 1,023 shards; a copy of the data directory there is the start of a crash
+	# at each step of that split
+	load($primary, 1_900_000 - $primary->safe_psql('postgres', 'SELECT count(*) FROM g'));
+	grow_to_shards($primary, 1023);
+	is(shards($primary), '1023', "$path: the index has 1,023 shards, one split before the level ends");
+	$primary->stop;
+	my $saved = PostgreSQL::Test::Utils::tempdir();
+	system_or_bail('cp', '-a', $primary->data_dir, "$saved/data");
+	my $step = 1;
+	while ($step <= 30)
+	{
+		start_node($primary);
+		my $paused = crash_at_step($primary, 'kill', "$path, level end", 20_000, $step);
+		$primary->stop;
+		last unless $paused;
+		rmtree($primary->data_dir);
+		system_or_bail('cp', '-a', "$saved/data", $primary->data_dir);
+		$step++;
+	}
+	cmp_ok($step - 1, '>', $steps{kill},
+		"$path: the split that ends the level has more steps (" . ($step - 1) . ") than another");
+	start_node($primary);
+	cmp_ok(shards($primary), '>=', 1024, "$path: the level ended");
+	$primary->safe_psql('postgres', $VACUUM . ' g');
+	check_g($primary, "$path: primary after the level's end and VACUUM", 1);
+	check_log($primary, $log_start, "$path: primary", qr/terminated by signal 9/);
+	$primary->stop;
+	return;
+}
+
+run_path($_) for qw(msync pmem);
+done_testing();
