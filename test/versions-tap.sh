@@ -136,7 +136,7 @@ tap_on_host() {
 			TESTLOGDIR="$dir/tmp_check/log" TESTDATADIR="$dir/tmp_check" PG_REGRESS="$regress" \
 			prove -I "$PERL_MODULES" -I test/t -v "$t") >"$dir.log" 2>&1
 		tap_result $? "PostgreSQL $major: tap $name.pl"
-		[ "$(tail -1 "$dir.log")" = "Result: PASS" ] || tail -30 "$dir.log" | sed 's/^/# /'
+		[ "$(tail -1 "$dir.log")" = "Result: PASS" ] || tap_failure "PostgreSQL $major: $name" "$dir.log" "$WORK/failures"
 		if [ "$name" = 005_upgrade ] && [ -n "$from" ]; then
 			as_pg mkdir -p "$dir-15/tmp_check"
 			(cd "$WORK/src" && as_pg env PATH="$bindir:$PATH" PMEM_IS_PMEM_FORCE=1 \
@@ -144,7 +144,7 @@ tap_on_host() {
 				TESTDATADIR="$dir-15/tmp_check" PG_REGRESS="$regress" \
 				prove -I "$PERL_MODULES" -I test/t -v "$t") >"$dir-15.log" 2>&1
 			tap_result $? "PostgreSQL $major: tap $name.pl, pg_upgrade from 15"
-			[ "$(tail -1 "$dir-15.log")" = "Result: PASS" ] || tail -30 "$dir-15.log" | sed 's/^/# /'
+			[ "$(tail -1 "$dir-15.log")" = "Result: PASS" ] || tap_failure "PostgreSQL $major: $name from 15" "$dir-15.log" "$WORK/failures"
 		fi
 	done
 }
@@ -197,7 +197,7 @@ tap_version() {
 			else
 				tap_result "$status" "PostgreSQL 17: tap $label.pl"
 			fi
-			[ "$status" = 0 ] || tail -30 "$dir/work/$label.log" | sed 's/^/# /'
+			[ "$status" = 0 ] || tap_failure "PostgreSQL 17: $label" "$dir/work/$label.log" "$WORK/failures"
 		done <"$WORK/results-17"
 		[ -s "$WORK/results-17" ] || { tap_result 1 "PostgreSQL 17: the tests ran"; cat "$WORK/in-root-17.log"; }
 		mkdir -p "$WORK/17" && cp -r "$dir/work/." "$WORK/17/" 2>/dev/null
@@ -225,6 +225,7 @@ done
 if [ "$TAP_FAILED" = 0 ]; then
 	as_root rm -rf "$WORK"
 else
+	[ -s "$WORK/failures" ] && { echo "# what failed:"; cat "$WORK/failures"; }
 	echo "logs kept in $WORK"
 fi
 echo "$((TAP_N - TAP_FAILED)) passed, $TAP_FAILED failed"

@@ -27,6 +27,18 @@ tap_result() {
 	fi
 }
 
+# Print the end of the log $2 of a failed test file (named $1), and add its
+# failed checks and errors to file $3, which the caller prints last: a CI
+# report that shows only the last lines of a suite then still has them.
+tap_failure() {
+	tail -30 "$2" | sed 's/^/# /'
+	{
+		echo "# $1:"
+		grep -E '^not ok|^# +(got|expected):|Bail out|died|Error running|ERROR:|timed out' "$2" |
+			head -12 | sed 's/^/#   /'
+	} >>"$3"
+}
+
 # Run a command as root (directly, or through sudo).
 as_root() {
 	if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi

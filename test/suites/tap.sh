@@ -35,8 +35,9 @@ for t in test/t/*.pl; do
 		tap_result 0 "tap $name"
 	else
 		tap_result 1 "tap $name"
-		tail -30 "$log" | sed 's/^/# /'
+		tap_failure "tap $name" "$log" "$WORK/tap/failures"
 		rc=1
 	fi
 done
+[ -s "$WORK/tap/failures" ] && { echo "# what failed:"; cat "$WORK/tap/failures"; }
 exit $rc
