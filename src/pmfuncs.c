@@ -198,21 +198,23 @@ compare_visit(void *arg, uint32 shard, const PmhPublication *pub, const PmhCount
 
 /*
  * Whether every extent the allocator holds as free (or retired) is free
- * according to the descriptors.
+ * according to the descriptors.  Both maps are sorted by unit and their
+ * extents do not overlap, so one walk over both does.
  */
 static bool
 freemap_within(const PmhFreeMap *held, const PmhFreeMap *truth)
 {
+	uint32		j = 0;
+
 	for (uint32 i = 0; i < held->count; i++)
 	{
 		uint64		unit = held->extents[i].unit;
 		uint64		end = unit + held->extents[i].count;
-		bool		inside = false;
 
-		for (uint32 j = 0; j < truth->count && !inside; j++)
-			inside = truth->extents[j].unit <= unit &&
-				end <= truth->extents[j].unit + truth->extents[j].count;
-		if (!inside)
+		while (j < truth->count && truth->extents[j].unit + truth->extents[j].count <= unit)
+			j++;
+		if (j == truth->count || truth->extents[j].unit > unit ||
+			end > truth->extents[j].unit + truth->extents[j].count)
 			return false;
 	}
 	return true;
@@ -237,7 +239,8 @@ verify_file(PmhashLocal *ix, uint64 file_units, char *msg, size_t msglen)
 
 	memset(&cs, 0, sizeof(cs));
 	cs.share = ix->share;
-	pmh_freemap_init(&truth, palloc((nshards + 1) * sizeof(PmhExtent)), nshards + 1);
+	/* a free extent follows each segment, the descriptor array or the header */
+	pmh_freemap_init(&truth, palloc((nshards + 4) * sizeof(PmhExtent)), nshards + 4);
 	err = pmh_table_attach(&ix->table, shard_map, file_units, &truth, 0, compare_visit, &cs, msg,
 						   msglen);
 	if (err == NULL && cs.bad)
