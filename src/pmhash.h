@@ -182,6 +182,7 @@ typedef struct PmhashLocal
 	bool		left_to_syncer; /* a commit left changes to the syncer */
 	bool		deferred;		/* bulk build: flushes wait for the end */
 	bool		building;		/* this backend rebuilds it from the table */
+	bool		splitting;		/* this backend splits a shard: sync at once */
 	bool		logged;			/* changes are WAL-logged (set by each open) */
 	bool		redo_dirty;		/* replay changed it since its last sync */
 	PmhEntry   *pending;		/* inserted entries not yet WAL-logged */

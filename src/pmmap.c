@@ -322,11 +322,12 @@ pmhash_count_step(void)
 
 /*
  * Persist callback of durable files, for structural changes (a rebuilt
- * segment, its descriptor): on DAX flush and fence the range now.  On an
- * ordinary file, leave it to the syncer as a commit would leave this
- * backend's changes (made after the syncer's defer floor): crash recovery
- * replays the rebuild's record, which follows its flagging (src/README,
- * The syncer); else msync the range now.
+ * segment, its descriptor, a split's steps): on DAX flush and fence the
+ * range now.  On an ordinary file, leave a rebuild's to the syncer as a
+ * commit would leave this backend's changes (made after the syncer's defer
+ * floor): crash recovery replays the rebuild's record, which follows its
+ * flagging (src/README, The syncer); else, and always for a split, whose
+ * steps must reach the disk in order, msync the range now.
  */
 static void
 persist_structural(void *arg, const void *addr, size_t len)
@@ -336,7 +337,7 @@ persist_structural(void *arg, const void *addr, size_t len)
 
 	if (ix->is_pmem)
 		pmem_persist(addr, len);
-	else if ((floor = pmhash_defer_floor()) != InvalidXLogRecPtr &&
+	else if (!ix->splitting && (floor = pmhash_defer_floor()) != InvalidXLogRecPtr &&
 			 (ix->ndirty > 0 ? ix->dirty_since : GetXLogInsertRecPtr()) >= floor)
 		record_dirty(arg, addr, len);
 	else

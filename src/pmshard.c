@@ -205,6 +205,7 @@ split_pausing(PmhashLocal *ix, const PmhSegment *seg, uint64 map, PmhCounts *cou
 	PmhStatus	st;
 
 	pmhash_pause_after(pmhash_split_pause_step);
+	ix->splitting = true;
 	PG_TRY();
 	{
 		st = pmh_table_split(&ix->table, seg, map, ix->logged ? GetXLogInsertRecPtr() : 0,
@@ -212,10 +213,12 @@ split_pausing(PmhashLocal *ix, const PmhSegment *seg, uint64 map, PmhCounts *cou
 	}
 	PG_CATCH();
 	{
+		ix->splitting = false;
 		pmhash_pause_after(0);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
+	ix->splitting = false;
 	if (st == PMH_OK)
 		pmhash_count_step();
 	pmhash_pause_after(0);

@@ -2,20 +2,13 @@
 #
 # Two nodes keep their index files in their data directories on the
 # ordinary file system (msync path, PMEM_IS_PMEM_FORCE=0) with
-# pmhash.os_crash_shadows on: every range pmhash syncs is also copied into
-# "<file>.shadow" (src/pmshadow.c), so a shadow holds what an operating
-# system crash is guaranteed to leave of its file.  The nodes differ in
-# wal_level: on replica the syncer makes index changes durable behind the
-# commits and crash recovery replays pmhash's WAL from its durable
-# position (src/README, The syncer); on minimal the syncer cannot keep WAL
-# (no replication slot) and commits msync.  A simulated OS crash stops a server
-# immediately (nothing more reaches the files), then puts each shadow in
-# place of its index file, keeping a random quarter of the file's current
-# 4 kB pages instead (write-back the OS may have done on its own), removes
-# index files that have no shadow (never synced) and shadows whose file is
-# gone, blanks the boot that the file headers recorded (an OS crash starts
-# a new boot), and starts the server.  PostgreSQL's own files keep everything but
-# its WAL buffers: the simulation takes away only what pmhash did not sync.
+# pmhash.os_crash_shadows on, and crash as PmhashOsCrash simulates: the
+# index files keep only what pmhash synced (and some pages the OS may have
+# written back), PostgreSQL's own files everything but its WAL buffers.
+# The nodes differ in wal_level: on replica the syncer makes index changes
+# durable behind the commits and crash recovery replays pmhash's WAL from
+# its durable position (src/README, The syncer); on minimal the syncer
+# cannot keep WAL (no replication slot) and commits msync.
 #
 # Each node goes through 10 cycles of a pgbench load of inserts (growth, a
 # heavy key with posting chains), deletes, updates, probes, VACUUM and
@@ -47,6 +40,7 @@ use warnings;
 use FindBin;
 use lib $FindBin::RealBin;
 use PmhashFiles qw(crc32c);
+use PmhashOsCrash;
 use PmhashRecovery;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
@@ -58,93 +52,16 @@ srand $seed;
 note "random seed $seed (set PMHASH_TEST_SEED to repeat)";
 
 my $CYCLES = 10;
-my $PAGE = 4096;
-my $WRITEBACK = 0.25;    # share of pages that keep the file's content
-my $BOOT_OFFSET = 96;    # PmhFileHeader.redo_boot
 my $no_redo = 0;         # recoveries where PostgreSQL ran no redo
 my %lost_pages;          # node name => pages the simulations took back to their shadow
 
-# Read a whole file.
-sub read_bytes
+# Simulate an OS crash of a node (os_crash) and count the pages it lost.
+sub os_crash_counted
 {
-	my ($path) = @_;
-	open my $fh, '<:raw', $path or die "open $path: $!";
-	local $/;
-	my $data = <$fh>;
-	close $fh;
-	return $data // '';
-}
-
-# Write a whole file.
-sub write_bytes
-{
-	my ($path, $data) = @_;
-	open my $fh, '>:raw', $path or die "open $path: $!";
-	print $fh $data;
-	close $fh or die "close $path: $!";
-	return;
-}
-
-# Stop the node (at once, unless mode says otherwise) and leave of each
-# index file what an OS crash could: its shadow, with some pages written
-# back; with $durable 'missing' or 'damaged', do that to pmhash.durable
-# too.  Returns a summary.
-sub os_crash
-{
-	my ($node, $mode, $durable) = @_;
-	$node->stop($mode // 'immediate');
-	my $dir = pmhash_dir($node);
-	my ($files, $dropped, $differ) = (0, 0, 0);
-	opendir my $dh, $dir or die "opendir $dir: $!";
-	my @names = readdir $dh;
-	closedir $dh;
-	for my $name (grep { /\.pmh$/ } @names)
-	{
-		my $path = "$dir/$name";
-		if (!-e "$path.shadow")
-		{
-			unlink $path or die "unlink $path: $!";
-			$dropped++;
-			next;
-		}
-		my $live = read_bytes($path);
-		my $kept = read_bytes("$path.shadow");
-		for (my $off = 0; $off < length($kept); $off += $PAGE)
-		{
-			my $page = substr($kept, $off, $PAGE);
-			my $now = $off < length($live) ? substr($live, $off, length($page)) : $page;
-			next if $now eq $page;
-			if (rand() < $WRITEBACK)
-			{
-				substr($kept, $off, length($page), $now);
-			}
-			else
-			{
-				$differ++;
-			}
-		}
-		# a new boot: the one a header recorded with unsynced replayed changes is over
-		substr($kept, $BOOT_OFFSET, 16, "\0" x 16) if length($kept) >= $BOOT_OFFSET + 16;
-		write_bytes($path, $kept);
-		write_bytes("$path.shadow", $kept);
-		$files++;
-	}
-	for my $name (grep { /\.pmh\.shadow$/ } @names)
-	{
-		(my $file = $name) =~ s/\.shadow$//;
-		unlink "$dir/$name" unless -e "$dir/$file";
-	}
-	$lost_pages{ $node->name } += $differ;
-	if (($durable // '') eq 'missing')
-	{
-		unlink "$dir/pmhash.durable" or die "unlink $dir/pmhash.durable: $!";
-	}
-	elsif (($durable // '') eq 'damaged')
-	{
-		write_bytes("$dir/pmhash.durable", join('', map { chr(int(rand(256))) } 1 .. 1024));
-	}
-	start_node($node);
-	return "$files files from their shadows ($differ unsynced pages lost), $dropped never synced";
+	my ($node, @how) = @_;
+	my ($what, $lost) = os_crash($node, @how);
+	$lost_pages{ $node->name } += $lost;
+	return $what;
 }
 
 my %nodes = (
@@ -182,7 +99,7 @@ for my $cycle (1 .. 2 * $CYCLES)
 	my $load = start_crash_load($node);
 	Time::HiRes::sleep(2 + rand(2));
 	$node->safe_psql('postgres', 'CHECKPOINT') if $after_checkpoint;
-	my $what = os_crash($node, 'immediate', $durable);
+	my $what = os_crash_counted($node, 'immediate', $durable);
 	note "$name: $what";
 	finish_crash_load($node, $name, $load);
 	my $log = slurp_file($node->logfile, $offset);
@@ -214,7 +131,7 @@ cmp_ok($replayed, '>', 0,
 	my $offset = log_offset($node);
 	my $load = start_crash_load($node);
 	Time::HiRes::sleep(2 + rand(2));
-	my $what = os_crash($node, 'fast');
+	my $what = os_crash_counted($node, 'fast');
 	note "fast shutdown: $what (pages of transactions the shutdown cut short need not be durable)";
 	finish_pgbench($_) for @{ $load->{runs} };
 	unlike(slurp_file($node->logfile, $offset), qr/database system was interrupted|not properly shut down/,
@@ -246,7 +163,7 @@ cmp_ok($replayed, '>', 0,
 	my $log = slurp_file($node->logfile, $offset);
 	unlike($log, qr/commits leave the sync of index changes on ordinary files to the syncer/,
 		sprintf('syncer stopped: no syncer started again before the shutdown (%.1f s)', $seconds));
-	my $what = os_crash($node, 'fast');
+	my $what = os_crash_counted($node, 'fast');
 	note "syncer stopped, then a commit and a fast shutdown: $what";
 	check_node($node, 'commit after the syncer stopped', 1);
 	check_log($node, $offset, 'commit after the syncer stopped');
@@ -282,7 +199,7 @@ cmp_ok($replayed, '>', 0,
 		my $slot = pack('L<L<', 0x504d4844, crc32c($fields)) . $fields;
 		$durable .= $slot . ("\0" x (512 - length($slot)));
 	}
-	write_bytes(pmhash_dir($node) . '/pmhash.durable', $durable);
+	write_file(pmhash_dir($node) . '/pmhash.durable', $durable);
 	start_node($node);
 	finish_crash_load($node, 'WAL gone', $load);
 	like(slurp_file($node->logfile, $offset),
@@ -310,7 +227,7 @@ cmp_ok($replayed, '>', 0,
 	$bg->query_safe('INSERT INTO lost SELECT g FROM generate_series(1, 3000) g');
 	my $entries = $node->safe_psql('postgres', q{SELECT entries FROM pmhash_stats('lost_k')});
 	note "lost_k holds $entries entries of the open transaction";
-	my $what = os_crash($node);
+	my $what = os_crash_counted($node);
 	note "open transaction: $what";
 	eval { $bg->quit; };
 	# 17 and later log an online checkpoint's redo point as a record of its

@@ -7,9 +7,11 @@
 # its SPLIT record, the last), holding its locks, and says so in the log.
 # The test then kills that backend with SIGKILL (the postmaster restarts
 # the cluster through crash recovery), or stops the server with an
-# immediate shutdown and starts it again, for N = 1, 2, ... until a split
-# no longer pauses (every step was crashed at).  After each crash the
-# index scans find what a seqscan finds for a sample of keys and
+# immediate shutdown and starts it again, or, on the msync path, simulates
+# an operating system crash there (PmhashOsCrash: the index file keeps
+# only what pmhash synced, and some pages written back), for N = 1, 2, ...
+# until a split no longer pauses (every step was crashed at).  After each
+# crash the index scans find what a seqscan finds for a sample of keys and
 # pmhash_verify passes.  The same at the split that ends a level, which
 # also moves the descriptor array.  At the end, after a VACUUM, results
 # are exact on the primary and on a streaming standby that replayed it all,
@@ -20,17 +22,21 @@ use warnings;
 use FindBin;
 use lib $FindBin::RealBin;
 use PmhashGrowth;
+use PmhashOsCrash;
 use PmhashRecovery;
 use File::Path qw(rmtree);
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
+my $os_lost = 0;    # pages whose unsynced content the simulated OS crashes took away
+
 # Load $rows rows (enough for a split) in a session whose splits pause
 # after persistence step $step, and crash the node there the way $how
 # says: 'kill' (SIGKILL of the paused backend; the postmaster restarts the
-# cluster through crash recovery) or 'immediate' (an immediate shutdown,
-# then a start).  Returns whether the split paused, i.e. has that step.
+# cluster through crash recovery), 'immediate' (an immediate shutdown,
+# then a start) or 'os' (a simulated operating system crash).  Returns
+# whether the split paused, i.e. has that step.
 sub crash_at_step
 {
 	my ($node, $how, $name, $rows, $step) = @_;
@@ -66,6 +72,12 @@ sub crash_at_step
 			sub { slurp_file($node->logfile, $offset) =~ /ready to accept connections/ })
 		  or die "$name: the server did not come back after the kill at step $step";
 	}
+	elsif ($how eq 'os')
+	{
+		my ($what, $lost) = os_crash($node);
+		note "$name: at step $step, $what";
+		$os_lost += $lost;
+	}
 	else
 	{
 		$node->stop('immediate');
@@ -80,15 +92,19 @@ sub crash_at_step
 sub run_path
 {
 	my ($path) = @_;
-	my ($primary, $standby) = growth_pair($path);
+	# OS crashes on the msync path only: persistent memory on /dev/shm does not survive one
+	my @hows = ('kill', 'immediate', $path eq 'msync' ? ('os') : ());
+	my ($primary, $standby) = growth_pair($path, $path eq 'msync' ? "pmhash.os_crash_shadows = on\n" : '');
 	my $log_start = log_offset($primary);
 	my $standby_log = log_offset($standby);
 
 	# an ordinary split: 512 shards * 2,048 entries, then a little more
 	load($primary, 1_060_000);
 	cmp_ok(shards($primary), '>', 512, "$path: the load split shards");
+	is(scalar(() = glob(pmhash_dir($primary) . '/*.pmh.shadow')), 1, "$path: the index file has a shadow")
+	  if $path eq 'msync';
 	my %steps;
-	for my $how (qw(kill immediate))
+	for my $how (@hows)
 	{
 		my $step = 1;
 		$step++ while $step <= 30 && crash_at_step($primary, $how, "$path, $how", 20_000, $step);
@@ -96,7 +112,8 @@ sub run_path
 	}
 	cmp_ok($steps{kill}, '>=', 5,
 		"$path: a split has at least five steps (two halves, two descriptors, the map; $steps{kill})");
-	is($steps{immediate}, $steps{kill}, "$path: both kinds of crash met as many steps");
+	is($steps{$_}, $steps{kill}, "$path: crashes by $_ met as many steps as by kill")
+	  for grep { $_ ne 'kill' } @hows;
 	$primary->safe_psql('postgres', $VACUUM . ' g');
 	check_g($primary, "$path: primary after VACUUM", 1);
 	$primary->wait_for_catchup($standby);
@@ -114,19 +131,22 @@ sub run_path
 	$primary->stop;
 	my $saved = PostgreSQL::Test::Utils::tempdir();
 	system_or_bail('cp', '-a', $primary->data_dir, "$saved/data");
-	my $step = 1;
-	while ($step <= 30)
+	for my $how (grep { $_ ne 'immediate' } @hows)
 	{
-		start_node($primary);
-		my $paused = crash_at_step($primary, 'kill', "$path, level end", 20_000, $step);
-		$primary->stop;
-		last unless $paused;
-		rmtree($primary->data_dir);
-		system_or_bail('cp', '-a', "$saved/data", $primary->data_dir);
-		$step++;
+		my $step = 1;
+		while ($step <= 30)
+		{
+			rmtree($primary->data_dir);
+			system_or_bail('cp', '-a', "$saved/data", $primary->data_dir);
+			start_node($primary);
+			my $paused = crash_at_step($primary, $how, "$path, level end, $how", 20_000, $step);
+			$primary->stop;
+			last unless $paused;
+			$step++;
+		}
+		cmp_ok($step - 1, '>', $steps{kill},
+			"$path: the split that ends the level has more steps (" . ($step - 1) . ") than another ($how)");
 	}
-	cmp_ok($step - 1, '>', $steps{kill},
-		"$path: the split that ends the level has more steps (" . ($step - 1) . ") than another");
 	start_node($primary);
 	cmp_ok(shards($primary), '>=', 1024, "$path: the level ended");
 	$primary->safe_psql('postgres', $VACUUM . ' g');
@@ -137,4 +157,5 @@ sub run_path
 }
 
 run_path($_) for qw(msync pmem);
+cmp_ok($os_lost, '>', 0, "msync: the simulated OS crashes took away $os_lost unsynced pages");
 done_testing();

@@ -18,13 +18,13 @@ my $next_id = 1;
 # A primary on path $path ('msync', or 'pmem': PMEM_IS_PMEM_FORCE=1) with
 # its index files in the data directory, which base backups copy, and
 # table g (create_g); and a streaming standby made from a base backup of
-# it.  Both started.
+# it.  Both started, with the settings $conf (if given) added.
 sub growth_pair
 {
-	my ($path) = @_;
+	my ($path, $conf) = @_;
 	my %files = (dir => 'data', force => $path eq 'pmem' ? 1 : 0);
 	my $primary = new_node("primary_$path", init => { allows_streaming => 1 }, %files,
-		conf => "max_wal_size = 4GB\nwal_keep_size = 4GB\n");
+		conf => "max_wal_size = 4GB\nwal_keep_size = 4GB\n" . ($conf // ''));
 	start_node($primary);
 	create_g($primary);
 	$primary->backup('empty');
