@@ -182,7 +182,6 @@ typedef struct PmhashLocal
 	bool		left_to_syncer; /* a commit left changes to the syncer */
 	bool		deferred;		/* bulk build: flushes wait for the end */
 	bool		building;		/* this backend rebuilds it from the table */
-	bool		splitting;		/* this backend splits a shard: sync at once */
 	bool		logged;			/* changes are WAL-logged (set by each open) */
 	bool		redo_dirty;		/* replay changed it since its last sync */
 	PmhEntry   *pending;		/* inserted entries not yet WAL-logged */
@@ -236,6 +235,7 @@ extern int	pmhash_max_shards;
 extern int	pmhash_shard_locks;
 extern bool pmhash_os_crash_shadows;
 extern int	pmhash_split_pause_step;
+extern int	pmhash_rebuild_pause_step;
 extern int	pmhash_sync_interval;
 extern bool pmhash_preloaded;
 extern void pmhash_define_settings(void);
@@ -351,7 +351,7 @@ extern void pmhash_sync_for_commit(void);
 extern void pmhash_sync_or_leave(PmhashLocal *ix);
 extern void pmhash_sync_all_dirty(void);
 extern PmhPersist pmhash_normal_persist(PmhashLocal *ix);
-extern void pmhash_pause_after(int steps);
+extern void pmhash_pause_after(int steps, const char *setting);
 extern void pmhash_count_step(void);
 extern void pmhash_persist_range(char *base, size_t len, int is_pmem, const char *path);
 extern void pmhash_redo_will_change(PmhashLocal *ix);

@@ -292,15 +292,20 @@ msync_range(char *base, uint64 offset, uint64 len, const char *path)
 
 /* Structural persistence steps this backend takes before it pauses; 0: none. */
 static int	steps_to_pause = 0;
+static int	pause_step;			/* the step asked for */
+static const char *pause_setting;	/* the setting that asked for it */
 
 /*
  * Pause after the given number of structural persistence steps from now,
- * 0 for never (pmhash.split_pause_step, a testing aid).
+ * 0 for never (pmhash.split_pause_step and pmhash.rebuild_pause_step, the
+ * setting named, testing aids).
  */
 void
-pmhash_pause_after(int steps)
+pmhash_pause_after(int steps, const char *setting)
 {
 	steps_to_pause = steps;
+	pause_step = steps;
+	pause_setting = setting;
 }
 
 /*
@@ -314,35 +319,37 @@ pmhash_count_step(void)
 	if (steps_to_pause == 0 || --steps_to_pause > 0)
 		return;
 	ereport(LOG,
-			(errmsg("pmhash: process %d paused after persistence step %d (pmhash.split_pause_step)",
-					MyProcPid, pmhash_split_pause_step)));
+			(errmsg("pmhash: process %d paused after persistence step %d (%s)",
+					MyProcPid, pause_step, pause_setting)));
 	for (int i = 0; i < 60000 && PostmasterIsAlive(); i++)
 		pg_usleep(10000L);
 }
 
 /*
  * Persist callback of durable files, for structural changes (a rebuilt
- * segment, its descriptor, a split's steps): on DAX flush and fence the
- * range now.  On an ordinary file, leave a rebuild's to the syncer as a
- * commit would leave this backend's changes (made after the syncer's defer
- * floor): crash recovery replays the rebuild's record, which follows its
- * flagging (src/README, The syncer); else, and always for a split, whose
- * steps must reach the disk in order, msync the range now.
+ * segment, its descriptor, a split's steps): flush and fence the range now
+ * on DAX, msync it now on an ordinary file, also when the syncer runs.
+ * Each step must be durable before the next store that depends on it, since
+ * nothing orders the write-back of mapped pages (src/README, Persistence
+ * paths).
  */
 static void
 persist_structural(void *arg, const void *addr, size_t len)
 {
 	PmhashLocal   *ix = arg;
-	XLogRecPtr	floor;
 
 	if (ix->is_pmem)
 		pmem_persist(addr, len);
-	else if (!ix->splitting && (floor = pmhash_defer_floor()) != InvalidXLogRecPtr &&
-			 (ix->ndirty > 0 ? ix->dirty_since : GetXLogInsertRecPtr()) >= floor)
-		record_dirty(arg, addr, len);
 	else
 		msync_range(ix->base, (uint64) ((const char *) addr - ix->base), len, ix->share->path);
 	pmhash_count_step();
+}
+
+/* Order callback of durable files on DAX: flush and fence lines a later store depends on. */
+static void
+persist_order(void *arg pg_attribute_unused(), const void *addr, size_t len)
+{
+	pmem_persist(addr, len);
 }
 
 /* Make the dirty ranges of one file durable: flush and fence, or msync. */
@@ -503,7 +510,7 @@ pmhash_normal_persist(PmhashLocal *ix)
 {
 	if (!ix->durable)
 		return (PmhPersist) {NULL, NULL, NULL, NULL, ix};
-	return (PmhPersist) {record_dirty, NULL, persist_structural, ix->is_pmem ? persist_structural : NULL, ix};
+	return (PmhPersist) {record_dirty, NULL, persist_structural, ix->is_pmem ? persist_order : NULL, ix};
 }
 
 /* Make the first len bytes of a file mapped at base durable (DAX or ordinary file). */

@@ -26,6 +26,7 @@ int			pmhash_max_shards = 131072;
 int			pmhash_shard_locks = 1024;
 bool		pmhash_os_crash_shadows = false;
 int			pmhash_split_pause_step = 0;
+int			pmhash_rebuild_pause_step = 0;
 int			pmhash_sync_interval = 30000;
 bool		pmhash_preloaded = false;
 
@@ -91,6 +92,16 @@ pmhash_define_settings(void)
 							"0 never pauses.  The steps: each structural flush and fence or msync "
 							"of the split, then its SPLIT record; see src/README, Splits.",
 							&pmhash_split_pause_step,
+							0, 0, 1000,
+							PGC_SUSET,
+							GUC_NOT_IN_SAMPLE,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("pmhash.rebuild_pause_step",
+							"Test only: a shard rebuild of this session's inserts pauses after this many "
+							"of its persistence steps, until the process is killed or the server stops.",
+							"0 never pauses.  The steps: the new segment's flush and fence or msync, "
+							"then its descriptor's; see src/README, Rebuild and publish.",
+							&pmhash_rebuild_pause_step,
 							0, 0, 1000,
 							PGC_SUSET,
 							GUC_NOT_IN_SAMPLE,

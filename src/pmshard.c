@@ -198,30 +198,19 @@ pmhash_shard_entries(Relation index, PmhashLocal *ix, uint32 shard, PmhEntry **e
  * Split a shard in the table (pmh_table_split), pausing after the step
  * pmhash.split_pause_step asks for: each structural persistence step of
  * the split, then its SPLIT record, which is the last (not yet flushed).
+ * An error disarms the pause at the abort (pmxact.c).
  */
 static PmhStatus
 split_pausing(PmhashLocal *ix, const PmhSegment *seg, uint64 map, PmhCounts *counts)
 {
 	PmhStatus	st;
 
-	pmhash_pause_after(pmhash_split_pause_step);
-	ix->splitting = true;
-	PG_TRY();
-	{
-		st = pmh_table_split(&ix->table, seg, map, ix->logged ? GetXLogInsertRecPtr() : 0,
-							 &counts[0], &counts[1]);
-	}
-	PG_CATCH();
-	{
-		ix->splitting = false;
-		pmhash_pause_after(0);
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
-	ix->splitting = false;
+	pmhash_pause_after(pmhash_split_pause_step, "pmhash.split_pause_step");
+	st = pmh_table_split(&ix->table, seg, map, ix->logged ? GetXLogInsertRecPtr() : 0,
+						 &counts[0], &counts[1]);
 	if (st == PMH_OK)
 		pmhash_count_step();
-	pmhash_pause_after(0);
+	pmhash_pause_after(0, NULL);
 	return st;
 }
 
@@ -345,7 +334,9 @@ pmhash_insert_entry(Relation index, PmhashLocal *ix, uint32 hash, ItemPointer ti
 	}
 	if (ix->logged)
 		lsn = GetXLogInsertRecPtr();
+	pmhash_pause_after(pmhash_rebuild_pause_step, "pmhash.rebuild_pause_step");
 	st = pmh_table_insert(&ix->table, &seg, &state->counts, hash, ptid, lsn, mode, 0);
+	pmhash_pause_after(0, NULL);
 	weigh = st == PMH_OK && state->counts.entries % PMHASH_WEIGH_EVERY == 0;
 	LWLockRelease(lock);
 	if (ix->logged && (st == PMH_OK || st == PMH_PRESENT))

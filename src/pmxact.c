@@ -351,6 +351,7 @@ xact_callback(XactEvent event, void *arg pg_attribute_unused())
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
 			pmhash_leave_all();
+			pmhash_pause_after(0, NULL);
 			discard_pending_all();
 			remove_created(InvalidSubTransactionId);
 			commit_unlinks = NIL;
@@ -373,6 +374,7 @@ subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 	{
 		case SUBXACT_EVENT_ABORT_SUB:
 			pmhash_leave_all();
+			pmhash_pause_after(0, NULL);
 			/* its tuples are dead; a removal of their entries may be logged already */
 			aborted_subid = mySubid;
 			if (any_pending)

@@ -258,11 +258,11 @@ rebuild_shard(const PmhTable *t, const PmhSegment *seg, const PmhEntry *extra,
 	publish(t, seg->slot, &pub);
 
 	/*
-	 * Logged after the segment is written and published: a caller that
-	 * leaves the segment's durability to a later sync flags the file when
-	 * it writes, and a sync that the record precedes then covers the
-	 * segment.  The segment is stamped with the caller's position from
-	 * before the change, as an insert is.
+	 * Logged after the segment and its descriptor are durable (the persist
+	 * callback must not defer them: nothing else orders the descriptor
+	 * after the segment on the medium) and published.  The segment is
+	 * stamped with the caller's position from before the change, as an
+	 * insert is.
 	 */
 	if (ops->log_rebuild)
 		ops->log_rebuild(ops->arg, seg->slot, work, n, fill);

@@ -105,10 +105,11 @@ SELECT results_eq(
 			 ('pmhash.max_indexes', 'postmaster', 'integer'),
 			 ('pmhash.max_shards', 'postmaster', 'integer'),
 			 ('pmhash.os_crash_shadows', 'postmaster', 'bool'),
+			 ('pmhash.rebuild_pause_step', 'superuser', 'integer'),
 			 ('pmhash.shard_locks', 'postmaster', 'integer'),
 			 ('pmhash.split_pause_step', 'superuser', 'integer'),
 			 ('pmhash.sync_interval', 'sighup', 'integer')$$,
-	'the seven pmhash GUCs exist; only pmhash.sync_interval and the test-only pmhash.split_pause_step (a superuser''s session) can change without a restart');
+	'the eight pmhash GUCs exist; only pmhash.sync_interval and the test-only pmhash.split_pause_step and pmhash.rebuild_pause_step (a superuser''s session) can change without a restart');
 SELECT throws_ok('SET pmhash.sync_interval = 50', '55P02', NULL,
 	'pmhash.sync_interval cannot be changed in a session (configuration file only)');
 SELECT throws_ok('SET pmhash.max_indexes = 64', '55P02', NULL,

@@ -1,4 +1,5 @@
-# Crashes inside a shard split, at each of its persistence steps.
+# Crashes inside a shard split, and inside a shard rebuild, at each of
+# their persistence steps.
 #
 # An index made on an empty table grows just past 2,048 entries per shard,
 # so that the next inserts split shards.  A session sets
@@ -12,10 +13,14 @@
 # only what pmhash synced, and some pages written back), for N = 1, 2, ...
 # until a split no longer pauses (every step was crashed at).  After each
 # crash the index scans find what a seqscan finds for a sample of keys and
-# pmhash_verify passes.  The same at the split that ends a level, which
-# also moves the descriptor array.  At the end, after a VACUUM, results
-# are exact on the primary and on a streaming standby that replayed it all,
-# with as many shards.  On the msync path and on the persistent-memory path.
+# pmhash_verify passes.  The same with pmhash.rebuild_pause_step = N, at
+# each step of a shard's rebuild (its new segment, its descriptor), and at
+# the split that ends a level, which also moves the descriptor array.  At
+# the end, after a VACUUM, results are exact on the primary and on a
+# streaming standby that replayed it all, with as many shards.  On the
+# msync path and on the persistent-memory path.  The OS crashes fail when
+# a split or a rebuild leaves its steps to the syncer (wrong answers,
+# damaged segments, a descriptor past the end of the file).
 use strict;
 use warnings;
 
@@ -31,21 +36,24 @@ use Test::More;
 
 my $os_lost = 0;    # pages whose unsynced content the simulated OS crashes took away
 
-# Load $rows rows (enough for a split) in a session whose splits pause
+# Load $rows rows (enough for a split or a rebuild) in a session whose
+# splits (or, with $setting 'pmhash.rebuild_pause_step', rebuilds) pause
 # after persistence step $step, and crash the node there the way $how
 # says: 'kill' (SIGKILL of the paused backend; the postmaster restarts the
 # cluster through crash recovery), 'immediate' (an immediate shutdown,
-# then a start) or 'os' (a simulated operating system crash).  Returns
-# whether the split paused, i.e. has that step.
+# then a start) or 'os' (a simulated operating system crash, keeping the
+# share $writeback of the unsynced pages, if given).  Returns whether the
+# split paused, i.e. has that step.
 sub crash_at_step
 {
-	my ($node, $how, $name, $rows, $step) = @_;
+	my ($node, $how, $name, $rows, $step, $setting, $writeback) = @_;
+	$setting //= 'pmhash.split_pause_step';
 	$node->safe_psql('postgres', 'CHECKPOINT');    # short recoveries
 	my $offset = log_offset($node);
 	my $bg = $node->background_psql('postgres', on_error_stop => 0);
 	my $backend = $bg->query_safe('SELECT pg_backend_pid()');
 	$bg->query_until(qr/started/,
-		"SET pmhash.split_pause_step = $step;\n\\echo started\n" . load_sql($rows) . ";\n");
+		"SET $setting = $step;\n\\echo started\n" . load_sql($rows) . ";\n");
 	my $pid;
 	ok( wait_until(
 			60,
@@ -74,7 +82,7 @@ sub crash_at_step
 	}
 	elsif ($how eq 'os')
 	{
-		my ($what, $lost) = os_crash($node);
+		my ($what, $lost) = os_crash($node, 'immediate', undef, $writeback);
 		note "$name: at step $step, $what";
 		$os_lost += $lost;
 	}
@@ -98,8 +106,35 @@ sub run_path
 	my $log_start = log_offset($primary);
 	my $standby_log = log_offset($standby);
 
+	# a rebuild of a shard whose segment is full, while the shards are
+	# below the split target and grow by rebuilds; a load that rebuilt
+	# nothing (the last one rebuilt the shards near full) is tried again.
+	# A rebuild's OS crashes keep most unsynced pages, three times a step:
+	# its descriptor, kept, then points to a segment with pages lost (or
+	# past the end of the file) unless the segment was durable first
+	load($primary, 300_000);
+	my %rebuild_steps;
+	for my $how (@hows)
+	{
+		my $repeat = $how eq 'os' ? 3 : 1;
+		my ($step, $paused, $tries) = (1, 0, 0);
+		while ($step <= 30)
+		{
+			if (crash_at_step($primary, $how, "$path, rebuild, $how", 150_000, $step,
+					'pmhash.rebuild_pause_step', 0.8))
+			{
+				($step, $paused) = ($step + 1, 0) if ++$paused == $repeat;
+				next;
+			}
+			last if $step > 1 || ++$tries == 5;
+		}
+		$rebuild_steps{$how} = $step - 1;
+	}
+	is($rebuild_steps{$_}, 2, "$path: a rebuild has two steps (its segment, its descriptor), crashed by $_")
+	  for @hows;
+
 	# an ordinary split: 512 shards * 2,048 entries, then a little more
-	load($primary, 1_060_000);
+	load($primary, 1_060_000 - $primary->safe_psql('postgres', 'SELECT count(*) FROM g'));
 	cmp_ok(shards($primary), '>', 512, "$path: the load split shards");
 	is(scalar(() = glob(pmhash_dir($primary) . '/*.pmh.shadow')), 1, "$path: the index file has a shadow")
 	  if $path eq 'msync';
@@ -114,6 +149,7 @@ sub run_path
 		"$path: a split has at least five steps (two halves, two descriptors, the map; $steps{kill})");
 	is($steps{$_}, $steps{kill}, "$path: crashes by $_ met as many steps as by kill")
 	  for grep { $_ ne 'kill' } @hows;
+
 	$primary->safe_psql('postgres', $VACUUM . ' g');
 	check_g($primary, "$path: primary after VACUUM", 1);
 	$primary->wait_for_catchup($standby);

@@ -22,7 +22,7 @@ use PmhashRecovery qw(pmhash_dir start_node);
 our @EXPORT = qw(os_crash write_file);
 
 my $PAGE = 4096;
-my $WRITEBACK = 0.25;    # share of pages that keep the file's content
+my $WRITEBACK = 0.25;    # share of unsynced pages that keep the file's content
 my $BOOT_OFFSET = 96;    # PmhFileHeader.redo_boot
 
 # Read a whole file.
@@ -48,12 +48,14 @@ sub write_file
 
 # Stop the node (at once, unless $mode says otherwise) and leave of each
 # index file what an OS crash could: its shadow, with some pages written
-# back; with $durable 'missing' or 'damaged', do that to pmhash.durable
-# too.  Then start the node.  Returns a summary and the number of pages
-# whose unsynced content the simulation took away.
+# back (a share $writeback of them, a quarter unless given); with $durable
+# 'missing' or 'damaged', do that to pmhash.durable too.  Then start the
+# node.  Returns a summary and the number of pages whose unsynced content
+# the simulation took away.
 sub os_crash
 {
-	my ($node, $mode, $durable) = @_;
+	my ($node, $mode, $durable, $writeback) = @_;
+	$writeback //= $WRITEBACK;
 	$node->stop($mode // 'immediate');
 	my $dir = pmhash_dir($node);
 	my ($files, $dropped, $lost) = (0, 0, 0);
@@ -76,7 +78,7 @@ sub os_crash
 			my $page = substr($kept, $off, $PAGE);
 			my $now = $off < length($live) ? substr($live, $off, length($page)) : $page;
 			next if $now eq $page;
-			if (rand() < $WRITEBACK)
+			if (rand() < $writeback)
 			{
 				substr($kept, $off, length($page), $now);
 			}
