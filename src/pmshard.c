@@ -334,9 +334,11 @@ pmhash_insert_entry(Relation index, PmhashLocal *ix, uint32 hash, ItemPointer ti
 	}
 	if (ix->logged)
 		lsn = GetXLogInsertRecPtr();
-	pmhash_pause_after(pmhash_rebuild_pause_step, "pmhash.rebuild_pause_step");
+	if (pmhash_rebuild_pause_step > 0)
+		pmhash_pause_after(pmhash_rebuild_pause_step, "pmhash.rebuild_pause_step");
 	st = pmh_table_insert(&ix->table, &seg, &state->counts, hash, ptid, lsn, mode, 0);
-	pmhash_pause_after(0, NULL);
+	if (pmhash_rebuild_pause_step > 0)
+		pmhash_pause_after(0, NULL);
 	weigh = st == PMH_OK && state->counts.entries % PMHASH_WEIGH_EVERY == 0;
 	LWLockRelease(lock);
 	if (ix->logged && (st == PMH_OK || st == PMH_PRESENT))
